@@ -1,0 +1,38 @@
+// Tensors on the host: a description (dtype, shape, contiguous row-major) and its bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autokernel/abi.h"
+#include "core/dtype.h"
+
+namespace ak {
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const;
+  size_t bytes() const { return static_cast<size_t>(numel()) * size_of(dtype); }
+  std::vector<int64_t> strides() const;  // contiguous row-major, in elements
+  std::string to_string() const;         // "x f16[8192,8192]"
+};
+
+// Fills an ABI tensor view of `spec` at `data`.
+ak_tensor make_abi_tensor(const TensorSpec& spec, void* data);
+
+// A host tensor of doubles plus its spec: what generators write and references read.
+struct Values {
+  TensorSpec spec;
+  std::vector<double> data;
+};
+
+// Encodes doubles to the spec's dtype (rounding to nearest even) and back, in parallel.
+std::vector<std::byte> encode(const TensorSpec& spec, const std::vector<double>& values);
+std::vector<double> decode(const TensorSpec& spec, const std::vector<std::byte>& bytes);
+
+}  // namespace ak

@@ -1,0 +1,31 @@
+// Helpers shared by the operator files: input drawing and shape checks.
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/op.h"
+
+namespace ak::ops {
+
+// Fills every value with N(mean, stddev) draws.
+void fill_normal(Values& v, std::mt19937_64& rng, double mean = 0.0, double stddev = 1.0);
+void fill_uniform(Values& v, std::mt19937_64& rng, double lo, double hi);
+
+// Throws Error(Usage) "<op>: expected <n> dimensions (<names>), got <shape>".
+void expect_rank(const Op& op, const Problem& problem);
+// Throws Error(Usage) "<op>: <what>" when `ok` is false.
+void require(const Op& op, bool ok, const std::string& what);
+
+// The input cases shared by the row-wise ops (norms, softmax, reduce, cross-entropy):
+//   large:         values ~ N(0, 1) * 1e3 (fp16 holds up to 65504), so sums of squares overflow
+//                  a half accumulator;
+//   near_constant: every row is c + N(0, 1e-3): a variance near zero;
+//   dominant:      one element per row is +30, the rest N(0, 1): one value dominates;
+//   extreme:       values ~ N(0, 1) * 60: exp() of them overflows fp32 unless the max is taken out.
+// Applies `input_case` to the 2-D tensor `v` (rows x cols). Returns false for an unknown case.
+bool apply_rowwise_case(std::string_view input_case, Values& v, std::mt19937_64& rng);
+
+}  // namespace ak::ops
