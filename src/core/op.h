@@ -72,9 +72,15 @@ class Op {
   virtual void generate(const Problem& problem, std::string_view input_case, std::mt19937_64& rng,
                         std::vector<Values>& inputs) const = 0;
 
-  // Computes every output in float64 from the (already dtype-rounded) inputs. May use threads.
+  // Computes the outputs in float64 from the (already dtype-rounded) inputs, in parallel
+  // (core/parallel.h). A "row" is an index over all but the last dimension of the outputs.
+  // `rows` empty: compute everything. Non-empty (only asked of ops whose row_sampling() is
+  // true, when the full reference would cost too much, e.g. matmul 8192^3): compute at least
+  // those rows of every output; the harness compares only them (and still checks that every
+  // element was written and is finite).
   virtual void reference(const Problem& problem, const std::vector<Values>& inputs,
-                         std::vector<Values>& outputs) const = 0;
+                         std::vector<Values>& outputs, const std::vector<int64_t>& rows) const = 0;
+  virtual bool row_sampling() const { return false; }
 
   virtual double flops(const Problem& problem) const = 0;
   // The fewest bytes a kernel must move: each input read once, each output written once.

@@ -44,7 +44,8 @@ class RmsNorm final : public Op {
     ops::fill_uniform(in[1], rng, 0.5, 1.5);
   }
 
-  void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out) const override {
+  void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
+                 const std::vector<int64_t>&) const override {
     const int64_t m = p.dims[0], n = p.dims[1];
     const double* x = in[0].data.data();
     const double* w = in[1].data.data();
