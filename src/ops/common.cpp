@@ -1,22 +1,50 @@
 #include "ops/common.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
+
+#include "core/parallel.h"
 
 namespace ak::ops {
 
+namespace {
+
+// Draws in parallel yet reproducibly: fixed-size chunks, each with its own engine seeded from one
+// draw of `rng` and the chunk's index, so the values never depend on the number of threads.
+template <class Distribution>
+void fill_parallel(Values& v, std::mt19937_64& rng, const Distribution& prototype) {
+  constexpr int64_t kChunk = 1 << 16;
+  const uint64_t base = rng();
+  const int64_t n = static_cast<int64_t>(v.data.size());
+  parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      std::mt19937_64 engine(base ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(c + 1)));
+      Distribution dist = prototype;
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+      for (int64_t i = c * kChunk; i < end; ++i) v.data[static_cast<size_t>(i)] = dist(engine);
+    }
+  });
+}
+
+}  // namespace
+
 void fill_normal(Values& v, std::mt19937_64& rng, double mean, double stddev) {
-  std::normal_distribution<double> dist(mean, stddev);
-  for (double& x : v.data) x = dist(rng);
+  fill_parallel(v, rng, std::normal_distribution<double>(mean, stddev));
 }
 
 void fill_uniform(Values& v, std::mt19937_64& rng, double lo, double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (double& x : v.data) x = dist(rng);
+  fill_parallel(v, rng, std::uniform_real_distribution<double>(lo, hi));
 }
 
 void expect_rank(const Op& op, const Problem& problem) {
   const auto names = op.dim_names();
-  if (problem.dims.size() == names.size()) return;
+  if (problem.dims.size() == names.size()) {
+    for (size_t i = 0; i < names.size(); ++i)
+      require(op, problem.dims[i] > 0,
+              names[i] + " must be positive, got '" + problem.to_string() + "'");
+    return;
+  }
   std::ostringstream out;
   out << op.name() << ": expected " << names.size() << " dimensions (";
   for (size_t i = 0; i < names.size(); ++i) out << (i ? "x" : "") << names[i];
@@ -24,8 +52,44 @@ void expect_rank(const Op& op, const Problem& problem) {
   throw Error(ErrorKind::Usage, out.str());
 }
 
+void expect_known_params(const Op& op, const Problem& problem) {
+  const auto known = op.param_defaults();
+  for (const auto& entry : problem.params) {
+    const auto& name = entry.first;
+    const bool found =
+        std::any_of(known.begin(), known.end(), [&](const auto& param) { return param.first == name; });
+    if (found) continue;
+    std::string names;
+    for (const auto& param : known) names += (names.empty() ? "" : ", ") + param.first;
+    require(op, false,
+            "unknown parameter '" + name + "' (known: " + (names.empty() ? "none" : names) + ")");
+  }
+}
+
 void require(const Op& op, bool ok, const std::string& what) {
   if (!ok) throw Error(ErrorKind::Usage, std::string(op.name()) + ": " + what);
+}
+
+int64_t int_param(const Op& op, const Problem& problem, const std::string& name, int64_t fallback) {
+  const double value = problem.param(name, static_cast<double>(fallback));
+  require(op, std::isfinite(value) && value == std::round(value) && std::fabs(value) < 9e15,
+          name + " must be a whole number, got " + std::to_string(value));
+  return static_cast<int64_t>(value);
+}
+
+double bytes_of(int64_t elements, DType t) {
+  return static_cast<double>(elements) * static_cast<double>(size_of(t));
+}
+
+void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows, const std::function<void(int64_t)>& body) {
+  for (int64_t r : rows)
+    if (r < 0 || r >= n_rows)
+      throw Error(ErrorKind::Internal, "reference: sampled row " + std::to_string(r) + " is outside [0, " +
+                                           std::to_string(n_rows) + ")");
+  const int64_t count = rows.empty() ? n_rows : static_cast<int64_t>(rows.size());
+  parallel_for(count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(rows.empty() ? i : rows[static_cast<size_t>(i)]);
+  });
 }
 
 bool apply_rowwise_case(std::string_view input_case, Values& v, std::mt19937_64& rng) {

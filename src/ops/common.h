@@ -1,6 +1,8 @@
 // Helpers shared by the operator files: input drawing and shape checks.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,10 +16,23 @@ namespace ak::ops {
 void fill_normal(Values& v, std::mt19937_64& rng, double mean = 0.0, double stddev = 1.0);
 void fill_uniform(Values& v, std::mt19937_64& rng, double lo, double hi);
 
-// Throws Error(Usage) "<op>: expected <n> dimensions (<names>), got <shape>".
+// Throws Error(Usage) "<op>: expected <n> dimensions (<names>), got <shape>", or when a dimension
+// is not positive (a Problem built in code skips parse_problem's check).
 void expect_rank(const Op& op, const Problem& problem);
+// Throws Error(Usage) when the problem sets a parameter the op does not declare in
+// param_defaults(): a misspelt "casual=0" must not silently run the default.
+void expect_known_params(const Op& op, const Problem& problem);
 // Throws Error(Usage) "<op>: <what>" when `ok` is false.
 void require(const Op& op, bool ok, const std::string& what);
+// The problem's parameter `name` (or `fallback`), which must be a whole number.
+int64_t int_param(const Op& op, const Problem& problem, const std::string& name, int64_t fallback);
+
+// Bytes of `elements` values of type `t`, as a double for the roofline arithmetic.
+double bytes_of(int64_t elements, DType t);
+
+// Runs body(row) for every row in [0, n_rows) when `rows` is empty, else for each listed row, in
+// parallel. For the references of row-sampling ops; throws Error(Internal) on a row out of range.
+void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows, const std::function<void(int64_t)>& body);
 
 // The input cases shared by the row-wise ops (norms, softmax, reduce, cross-entropy):
 //   large:         values ~ N(0, 1) * 1e3 (fp16 holds up to 65504), so sums of squares overflow

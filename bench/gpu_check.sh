@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build, run the gpu-labelled tests (and the cpu ones), measure the
+# device, bench and tune the CUDA rmsnorm starter. Logs and JSON go under $OUT (default
+# ./gpu-logs); a short table is printed last.
+#
+# The device machine has no internet: header-only and small libraries this build needs and it
+# lacks travel in .carry/root (Debian packages unpacked by scripts/prepare-carry.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-logs}
+mkdir -p "$OUT"
+PREFIX=$PWD/.carry/root/usr
+export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
+export PATH=$PATH:/usr/local/cuda/bin
+SHAPE=${SHAPE:-8192x8192}
+AK=$PWD/build-gpu/autokernel
+
+{
+  date -u; nvidia-smi; nvcc --version; cmake --version | head -1; ninja --version; c++ --version | head -1
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+  git log -1 --format='commit %H' 2>/dev/null || true
+} >"$OUT/env.txt" 2>&1
+
+step() { echo "== $*" | tee -a "$OUT/steps.txt"; }
+
+step build
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DCMAKE_PREFIX_PATH="$PREFIX" \
+  >"$OUT/build.log" 2>&1 && ninja -C build-gpu >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+
+step gpu tests
+ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
+tail -3 "$OUT/ctest-gpu.log"
+step cpu tests
+ctest --test-dir build-gpu -L cpu -j 8 --output-on-failure >"$OUT/ctest-cpu.log" 2>&1
+tail -3 "$OUT/ctest-cpu.log"
+
+step device
+"$AK" device --remeasure | tee "$OUT/device.txt"
+"$AK" device --json >"$OUT/device.json"
+
+step bench rmsnorm "$SHAPE" fp16
+"$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --results "$OUT/results.tsv" \
+  | tee "$OUT/bench-rmsnorm.txt"
+"$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --json --results "$OUT/results.tsv" \
+  >"$OUT/bench-rmsnorm.json"
+
+step tune rmsnorm "$SHAPE" fp16
+"$AK" tune kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --results "$OUT/results.tsv" \
+  | tee "$OUT/tune-rmsnorm.txt"
+
+step summary
+python3 - "$OUT" <<'PY'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+d = json.loads((out / "device.json").read_text())
+b = json.loads((out / "bench-rmsnorm.json").read_text())
+c = d["ceilings"]
+print(f"device        {d['name']} ({d['arch']}, {d['multiprocessors']} SMs, L2 {d['l2_bytes']>>20} MiB)")
+print(f"copy          {c['copy_gbps']:.0f} GB/s")
+print(f"matrix        {c['matrix_tflops']:.0f} TFLOP/s ({c['matrix_how']})")
+t = b["timing"]
+print(f"rmsnorm bench {b['status']} {t['median_us']:.1f} us  noise {100*t['noise']:.2f}%  n={t['samples']}  "
+      f"{b['gbps']:.0f} GB/s  {100*b['roofline']:.1f}% of copy")
+PY
+tail -4 "$OUT/tune-rmsnorm.txt"

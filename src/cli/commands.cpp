@@ -1,0 +1,10 @@
+#include "cli/command.h"
+
+namespace ak::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {device_command(), bench_command(), tune_command(), worker_command()};
+  return table;
+}
+
+}  // namespace ak::cli

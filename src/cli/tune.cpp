@@ -1,0 +1,137 @@
+// `autokernel tune FILE --op OP`: searches the kernel's declared @tune space. Candidates compile
+// in parallel on CPU threads ahead of the device, which runs one isolated experiment at a time.
+#include <chrono>
+#include <deque>
+#include <future>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/print.h"
+#include "cli/target.h"
+#include "core/error.h"
+#include "core/paths.h"
+#include "harness/results_log.h"
+#include "search/budget.h"
+#include "search/strategy.h"
+#include "search/tune_space.h"
+
+namespace ak::cli {
+namespace {
+
+struct TuneOptions {
+  TargetOptions target;
+  std::string strategy = "exhaustive";
+  std::string budget;
+  int jobs = 0;
+};
+
+struct Finished {
+  Config config;
+  ExperimentResult result;
+};
+
+nlohmann::json to_json_row(const Finished& f) {
+  nlohmann::json j = f.result;
+  j["config"] = to_string(f.config);
+  return j;
+}
+
+void print_row(size_t index, size_t total, const Finished& f) {
+  std::cout << "[" << index << "/" << total << "] " << std::left << std::setw(34)
+            << (f.config.empty() ? "(defaults)" : to_string(f.config)) << summary_line(f.result) << std::endl;
+}
+
+const Finished* best_of(const std::vector<Finished>& done) {
+  const Finished* best = nullptr;
+  for (const auto& f : done)
+    if (f.result.passed() && (!best || f.result.timing.median_us < best->result.timing.median_us)) best = &f;
+  return best;
+}
+
+int run_tune(const TuneOptions& o) {
+  Target target = resolve_target(o.target);
+  const TuneSpace space = parse_tune_space(read_text_file(target.source));
+  const auto feasible = feasible_configs(space, problem_symbols(*target.op, target.evaluate.request.problem), kMaxTuneConfigs);
+  if (feasible.empty()) throw Error(ErrorKind::Usage, "no configuration of " + o.target.file + " satisfies its @require lines for this problem");
+  const Budget budget = parse_budget(o.budget, feasible.size());
+  auto strategy = make_strategy(o.strategy, feasible, o.target.seed);
+  const size_t total = std::min(feasible.size(), budget.experiments);
+  const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!o.target.json)
+    std::cout << "tuning " << o.target.file << " (" << target.evaluate.request.op << ", "
+              << target.evaluate.request.problem.to_string() << " " << to_string(target.evaluate.request.dtype)
+              << ") on " << target.device_name << ": " << feasible.size() << " feasible of " << space.size()
+              << " configurations, strategy " << o.strategy << ", up to " << total << " experiments\n";
+
+  // Pending trials join the history as not-ok until they finish, so no strategy proposes them twice.
+  std::vector<Trial> history;
+  std::vector<Finished> done;
+  std::deque<std::pair<Config, std::future<BuiltCandidate>>> pipeline;
+  const auto start = std::chrono::steady_clock::now();
+  auto over_budget = [&] { return done.size() >= total || std::chrono::steady_clock::now() - start >= budget.duration; };
+  auto refill = [&] {
+    while (static_cast<int>(pipeline.size()) < jobs && done.size() + pipeline.size() < total) {
+      auto next = strategy->next(history);
+      if (!next) break;
+      history.push_back({*next, false, 0});
+      Candidate candidate{target.source, *next};
+      pipeline.emplace_back(*next, std::async(std::launch::async, [candidate, &target] {
+                              return build_candidate(candidate, target.evaluate);
+                            }));
+    }
+  };
+  refill();
+  while (!pipeline.empty() && !over_budget()) {
+    auto [config, future] = std::move(pipeline.front());
+    pipeline.pop_front();
+    const BuiltCandidate built = future.get();
+    refill();
+    Finished f{config, run_candidate(built, target.evaluate, [](std::string_view) {})};
+    for (auto& t : history)
+      if (t.config == config) t = {config, f.result.passed(), f.result.timing.median_us * 1e-6};
+    append_result(o.target.results, {"tune", o.target.file, to_string(config), target.device_name,
+                                     &target.evaluate.request, &f.result});
+    done.push_back(std::move(f));
+    if (!o.target.json) print_row(done.size(), total, done.back());
+  }
+  for (auto& [config, future] : pipeline) future.wait();  // let in-flight compiles finish into the cache
+
+  const Finished* best = best_of(done);
+  const Finished& first = done.front();
+  const double gain = best && first.result.passed() ? first.result.timing.median_us / best->result.timing.median_us : 0;
+  if (o.target.json) {
+    nlohmann::json j = {{"op", target.evaluate.request.op}, {"kernel", o.target.file}, {"device", target.device_name},
+                        {"strategy", o.strategy}, {"feasible", feasible.size()}, {"experiments", done.size()}};
+    j["trials"] = nlohmann::json::array();
+    for (const auto& f : done) j["trials"].push_back(to_json_row(f));
+    j["best"] = best ? to_json_row(*best) : nlohmann::json(nullptr);
+    j["gain_over_first"] = gain;
+    std::cout << j.dump(2) << "\n";
+  } else if (best) {
+    std::cout << "\nbest: " << (best->config.empty() ? "(defaults)" : to_string(best->config)) << "\n  "
+              << summary_line(best->result) << "\n";
+    if (gain > 0) std::cout << "  " << std::fixed << std::setprecision(2) << gain << "x faster than the first configuration ("
+                            << to_string(first.config) << ", " << first.result.timing.median_us << " us)\n";
+  } else {
+    std::cout << "\nno configuration passed the harness\n";
+  }
+  return best ? 0 : 1;
+}
+
+}  // namespace
+
+Command tune_command() {
+  return {"tune", "search a kernel's @tune space and print the best configuration",
+          [](CLI::App& app) -> Run {
+            auto o = std::make_shared<TuneOptions>();
+            o->target.add_to(app);
+            app.add_option("--strategy", o->strategy, "exhaustive or random");
+            app.add_option("--budget", o->budget, "experiments (e.g. 20) or time (e.g. 90s, 10m, 1h); default: the whole space");
+            app.add_option("--jobs", o->jobs, "parallel compiles (default: hardware threads)");
+            return [o] { return run_tune(*o); };
+          }};
+}
+
+}  // namespace ak::cli

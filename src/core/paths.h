@@ -1,0 +1,25 @@
+// Where things live: the compile/ceilings cache, the project's own files, this executable.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace ak {
+
+// $AUTOKERNEL_CACHE, else $XDG_CACHE_HOME/autokernel, else ~/.cache/autokernel (created).
+std::filesystem::path cache_dir();
+// $AUTOKERNEL_HOME, else the source tree this binary was built from (include/, kernels/).
+std::filesystem::path project_dir();
+// The running executable (for spawning workers).
+std::filesystem::path self_executable();
+
+std::string read_text_file(const std::filesystem::path& path);  // throws Error(Io)
+// Writes through a temporary file and a rename, so readers never see half a file.
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+// Hex digest (XXH3-128) of the given pieces, for content-addressed caches.
+std::string content_hash(std::initializer_list<std::string_view> pieces);
+
+std::string utc_timestamp();  // 2026-11-22T04:36:07Z
+
+}  // namespace ak

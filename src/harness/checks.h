@@ -1,0 +1,59 @@
+// One correctness check of a kernel on one problem, dtype and input case, with the anti-cheat
+// protocol: poisoned outputs, guard zones, unchanged inputs, two input sets in the same buffers
+// (a cached answer fails), and work confined to the given stream.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autokernel/abi.h"
+#include "core/op.h"
+#include "harness/guarded_tensor.h"
+#include "harness/prepared_case.h"
+#include "runtime/runtime.h"
+
+namespace ak {
+
+struct CheckContext {
+  Runtime& runtime;
+  ak_launch_fn launch;
+  const Op& op;
+};
+
+struct CaseSpec {
+  Problem problem;
+  DType dtype = DType::F16;
+  std::string input_case{kRandomCase};
+  uint64_t seed = 0;
+};
+
+struct CheckOutcome {
+  bool ok = true;
+  std::string reason;
+  double worst_norm_error = 0;  // in units of the tolerance (1.0 = at the limit)
+};
+
+// The device tensors of one problem: allocated once, refilled per input set.
+struct KernelArgs {
+  std::vector<std::unique_ptr<GuardedTensor>> inputs, outputs;
+  std::vector<double> scalars;
+
+  KernelArgs(Runtime& runtime, const Signature& signature);
+  ak_call make_call(void* stream) const;
+};
+
+// Calls ak_launch; throws Error(Launch) when it returns non-zero.
+void launch_kernel(const CheckContext& ctx, const KernelArgs& args);
+
+CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec);
+// Runs the same inputs `repeats` times: the outputs must be bitwise identical.
+CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats);
+
+// Uploads a prepared case's inputs and poisons the outputs.
+void load_case(KernelArgs& args, const PreparedCase& prepared);
+// Checks outputs against the reference plus guards and unchanged inputs, after the kernel ran.
+CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared);
+
+}  // namespace ak

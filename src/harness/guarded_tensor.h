@@ -1,0 +1,38 @@
+// A device tensor with guard zones on both sides. The guards hold a known pattern; a kernel that
+// writes past either end of its buffer changes them, and the harness notices.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "runtime/runtime.h"
+
+namespace ak {
+
+inline constexpr size_t kGuardBytes = 4096;      // a multiple of 256 keeps the data aligned
+inline constexpr std::byte kGuardPattern{0xA5};
+inline constexpr std::byte kPoisonPattern{0xFF};  // a NaN no arithmetic produces (all mantissa bits)
+
+class GuardedTensor {
+ public:
+  GuardedTensor(Runtime& runtime, TensorSpec spec);
+
+  const TensorSpec& spec() const { return spec_; }
+  void* data() const;
+
+  void upload(const std::vector<std::byte>& bytes);
+  std::vector<std::byte> download() const;
+  void poison();
+  // "" when both guards are intact, else e.g. "wrote 12 bytes past the end of y".
+  std::string check_guards() const;
+
+ private:
+  Runtime& runtime_;
+  TensorSpec spec_;
+  std::unique_ptr<Buffer> buffer_;
+};
+
+}  // namespace ak

@@ -1,0 +1,69 @@
+#include "harness/results_log.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/paths.h"
+
+namespace ak {
+namespace {
+
+// Tabs and newlines inside a field would break the table.
+std::string clean(std::string text) {
+  for (char& ch : text)
+    if (ch == '\t' || ch == '\n' || ch == '\r') ch = ' ';
+  return text;
+}
+
+class LockedFile {
+ public:
+  explicit LockedFile(const std::filesystem::path& path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(ErrorKind::Io, "cannot open " + path.string() + ": " + std::strerror(errno));
+    ::flock(fd_, LOCK_EX);
+  }
+  ~LockedFile() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  LockedFile(const LockedFile&) = delete;
+  LockedFile& operator=(const LockedFile&) = delete;
+  bool empty() const { return ::lseek(fd_, 0, SEEK_END) == 0; }
+  void write(const std::string& text) {
+    if (::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+      throw Error(ErrorKind::Io, std::string("cannot append to results: ") + std::strerror(errno));
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::string results_header() {
+  return "timestamp\tcommand\top\tkernel\tconfig\tbackend\tdevice\tdtype\tshape\tstatus\tstage\treason\t"
+         "median_us\tnoise\tsamples\tgbps\ttflops\troofline\n";
+}
+
+void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
+  if (tsv.has_parent_path()) std::filesystem::create_directories(tsv.parent_path());
+  const ExperimentRequest& q = *row.request;
+  const ExperimentResult& r = *row.result;
+  std::ostringstream line;
+  line << utc_timestamp() << '\t' << row.command << '\t' << q.op << '\t' << clean(row.kernel) << '\t'
+       << clean(row.config) << '\t' << to_string(q.backend) << '\t' << clean(row.device) << '\t'
+       << to_string(q.dtype) << '\t' << q.problem.to_string() << '\t' << to_string(r.status) << '\t' << r.stage
+       << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t' << r.timing.noise << '\t'
+       << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t' << r.roofline << '\n';
+  LockedFile file(tsv);
+  if (file.empty()) file.write(results_header());
+  file.write(line.str());
+}
+
+}  // namespace ak

@@ -1,0 +1,80 @@
+#include "harness/stages.h"
+
+#include <chrono>
+
+namespace ak {
+namespace {
+
+struct Stage {
+  std::string_view name;
+  std::vector<CaseSpec> cases;
+  bool determinism = false;
+};
+
+void add_all_dtypes(std::vector<CaseSpec>& cases, const Problem& p, const std::string& input_case) {
+  for (DType t : kFloatTypes) cases.push_back({p, t, input_case, 0});
+}
+
+std::vector<Stage> plan_stages(const Op& op, const StagePlan& plan) {
+  const StageProblems problems = op.stage_problems();
+  const std::string random{kRandomCase};
+  std::vector<Stage> stages;
+  stages.push_back({"smoke", {{problems.smoke, plan.dtype, random, 0}}});
+  if (plan.quick) {
+    stages.push_back({"primary", {{plan.primary, plan.dtype, random, 0}}});
+    return stages;
+  }
+  Stage sweep{"sweep", {}};
+  for (const auto& p : problems.sweep) add_all_dtypes(sweep.cases, p, random);
+  sweep.cases.push_back({plan.primary, plan.dtype, random, 0});
+  stages.push_back(std::move(sweep));
+
+  Stage stability{"stability", {}};
+  for (const auto& p : problems.stability)
+    for (const auto& c : op.stability_cases()) add_all_dtypes(stability.cases, p, c);
+  stages.push_back(std::move(stability));
+
+  Stage determinism{"determinism", {}, true};
+  determinism.cases.push_back({problems.sweep.front(), DType::F16, random, 0});
+  determinism.cases.push_back({plan.primary, plan.dtype, random, 0});
+  stages.push_back(std::move(determinism));
+
+  Stage edge{"edge", {}};
+  for (const auto& p : problems.edge) add_all_dtypes(edge.cases, p, random);
+  stages.push_back(std::move(edge));
+
+  // Each check draws its own inputs: seeds spaced by 2 (a check uses seed and seed + 1).
+  uint64_t seed = plan.seed;
+  for (auto& stage : stages)
+    for (auto& c : stage.cases) c.seed = (seed += 2);
+  return stages;
+}
+
+}  // namespace
+
+bool run_correctness_stages(const CheckContext& ctx, const StagePlan& plan, ExperimentResult& result,
+                            const Progress& progress) {
+  for (const Stage& stage : plan_stages(ctx.op, plan)) {
+    progress(stage.name);
+    const auto start = std::chrono::steady_clock::now();
+    StageReport report{std::string(stage.name), 0, true, 0, 0};
+    for (const CaseSpec& c : stage.cases) {
+      const CheckOutcome outcome = stage.determinism ? run_determinism(ctx, c, 3) : run_check(ctx, c);
+      report.worst_norm_error = std::max(report.worst_norm_error, outcome.worst_norm_error);
+      if (!outcome.ok) {
+        report.passed = false;
+        result.status = Status::Fail;
+        result.stage = report.stage;
+        result.reason = outcome.reason;
+        break;
+      }
+      ++report.checks;
+    }
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.stages.push_back(report);
+    if (!report.passed) return false;
+  }
+  return true;
+}
+
+}  // namespace ak

@@ -1,0 +1,87 @@
+// layernorm: y[r, j] = (x[r, j] - mean_r) / sqrt(var_r + eps) * weight[j] + bias[j], where mean_r and
+// the biased variance var_r are taken over the last dim (as torch.nn.LayerNorm does).
+// Inputs: x[M, N], weight[N], bias[N]. Outputs: y[M, N] (dtype of x). Scalars: eps.
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/common.h"
+#include "ops/ops.h"
+
+namespace ak {
+namespace {
+
+constexpr double kEps = 1e-5;
+
+class LayerNorm final : public Op {
+ public:
+  std::string_view name() const override { return "layernorm"; }
+  std::string_view summary() const override {
+    return "layer norm over the last dim (mean and variance), scaled by weight, shifted by bias";
+  }
+  std::vector<std::string> dim_names() const override { return {"M", "N"}; }
+
+  void validate(const Problem& p) const override {
+    ops::expect_rank(*this, p);
+    ops::expect_known_params(*this, p);
+  }
+
+  Signature signature(const Problem& p, DType t) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    return {{{"x", t, {m, n}}, {"weight", t, {n}}, {"bias", t, {n}}}, {{"y", t, {m, n}}}, {kEps}};
+  }
+
+  Problem default_problem() const override { return {{8192, 8192}, {}}; }
+
+  StageProblems stage_problems() const override {
+    return {{{64, 256}, {}},
+            {{{1024, 1024}, {}}, {{512, 4096}, {}}, {{256, 8192}, {}}, {{128, 16384}, {}},
+             {{4096, 768}, {}}, {{2048, 2048}, {}}, {{300, 5120}, {}}, {{512, 1600}, {}}},
+            {{{256, 4096}, {}}},
+            {{{1, 4096}, {}}, {{7, 1}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
+             {{2, 65536}, {}}, {{129, 127}, {}}}};
+  }
+
+  // "near_constant" is what breaks var = E[x^2] - E[x]^2: the difference cancels to noise.
+  std::vector<std::string> stability_cases() const override { return {"large", "near_constant", "dominant"}; }
+
+  void generate(const Problem&, std::string_view input_case, std::mt19937_64& rng,
+                std::vector<Values>& in) const override {
+    if (!ops::apply_rowwise_case(input_case, in[0], rng))
+      throw Error(ErrorKind::Internal, "layernorm: unknown input case " + std::string(input_case));
+    ops::fill_uniform(in[1], rng, 0.5, 1.5);
+    ops::fill_uniform(in[2], rng, -0.5, 0.5);
+  }
+
+  // Two passes (mean, then the centred sum of squares), so the reference has no cancellation.
+  void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
+                 const std::vector<int64_t>&) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    const double* x = in[0].data.data();
+    const double* w = in[1].data.data();
+    const double* b = in[2].data.data();
+    double* y = out[0].data.data();
+    const double count = static_cast<double>(n);
+    parallel_for(m, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const double* row = x + r * n;
+        double sum = 0.0;
+        for (int64_t j = 0; j < n; ++j) sum += row[j];
+        const double mean = sum / count;
+        double sum_sq = 0.0;
+        for (int64_t j = 0; j < n; ++j) sum_sq += (row[j] - mean) * (row[j] - mean);
+        const double inv = 1.0 / std::sqrt(sum_sq / count + kEps);
+        for (int64_t j = 0; j < n; ++j) y[r * n + j] = (row[j] - mean) * inv * w[j] + b[j];
+      }
+    });
+  }
+
+  // Per element: sum, centre, square and add, normalise, scale, shift.
+  double flops(const Problem& p) const override { return 7.0 * static_cast<double>(p.numel()); }
+  double bytes(const Problem& p, DType t) const override { return ops::bytes_of(2 * p.numel() + 2 * p.dims[1], t); }
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_layernorm() { return std::make_unique<LayerNorm>(); }
+
+}  // namespace ak

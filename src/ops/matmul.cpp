@@ -1,0 +1,127 @@
+// matmul: C[i, j] = sum_k A[i, k] * B[k, j].
+// Inputs: A[M, K], B[K, N]. Outputs: C[M, N] (dtype of A). No scalars.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/common.h"
+#include "ops/ops.h"
+
+namespace ak {
+namespace {
+
+// "large": A spans most of fp16's range while B is scaled so that C keeps this standard deviation:
+// even a six-sigma element stays far below the fp16 maximum (65504), but a half-precision
+// accumulator (ulp 2 at 4096) loses the low bits of every partial sum.
+constexpr double kLargeA = 2e4;
+constexpr double kLargeOutputStd = 3000.0;
+// "mixed_scale": rows of A and columns of B scaled by 2^e, e uniform in [-kMaxScaleExp, kMaxScaleExp].
+constexpr int kMaxScaleExp = 5;
+
+class Matmul final : public Op {
+ public:
+  std::string_view name() const override { return "matmul"; }
+  std::string_view summary() const override { return "matrix product C = A B (A is MxK, B is KxN)"; }
+  std::vector<std::string> dim_names() const override { return {"M", "N", "K"}; }
+
+  void validate(const Problem& p) const override {
+    ops::expect_rank(*this, p);
+    ops::expect_known_params(*this, p);
+  }
+
+  Signature signature(const Problem& p, DType t) const override {
+    const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
+    return {{{"A", t, {m, k}}, {"B", t, {k, n}}}, {{"C", t, {m, n}}}, {}};
+  }
+
+  Problem default_problem() const override { return {{4096, 4096, 4096}, {}}; }
+
+  // Sweep problems keep 2*M*N*K under ~0.2 GFLOP so the float64 reference stays cheap in CI.
+  StageProblems stage_problems() const override {
+    return {{{64, 64, 64}, {}},
+            {{{256, 256, 256}, {}},
+             {{512, 512, 256}, {}},
+             {{128, 1024, 512}, {}},
+             {{32, 4096, 512}, {}},
+             {{16, 4096, 1024}, {}},
+             {{1024, 128, 512}, {}},
+             {{256, 768, 384}, {}},
+             {{64, 1536, 768}, {}},
+             {{384, 384, 384}, {}}},
+            {{{256, 256, 1024}, {}}, {{64, 512, 4096}, {}}},
+            {{{1, 1, 1}, {}},
+             {{1, 4096, 1000}, {}},
+             {{7, 33, 127}, {}},
+             {{127, 7, 33}, {}},
+             {{33, 1000, 7}, {}},
+             {{1000, 1, 33}, {}},
+             {{129, 65, 257}, {}},
+             {{1000, 127, 1}, {}}}};
+  }
+
+  std::vector<std::string> stability_cases() const override { return {"large", "mixed_scale"}; }
+
+  void generate(const Problem& p, std::string_view input_case, std::mt19937_64& rng,
+                std::vector<Values>& in) const override {
+    const int64_t k = p.dims[2];
+    if (input_case == kRandomCase) {
+      ops::fill_normal(in[0], rng);
+      ops::fill_normal(in[1], rng);
+    } else if (input_case == "large") {
+      ops::fill_uniform(in[0], rng, -kLargeA, kLargeA);
+      const double a_std = kLargeA / std::sqrt(3.0);
+      ops::fill_normal(in[1], rng, 0.0, kLargeOutputStd / (a_std * std::sqrt(static_cast<double>(k))));
+    } else if (input_case == "mixed_scale") {
+      ops::fill_normal(in[0], rng);
+      ops::fill_normal(in[1], rng, 0.0, 1.0 / std::sqrt(static_cast<double>(k)));
+      scale_rows_and_columns(p, rng, in);
+    } else {
+      throw Error(ErrorKind::Internal, "matmul: unknown input case " + std::string(input_case));
+    }
+  }
+
+  // Row i of C needs row i of A and all of B; iterating k then j walks B's rows contiguously.
+  void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
+                 const std::vector<int64_t>& rows) const override {
+    const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
+    const double* a = in[0].data.data();
+    const double* b = in[1].data.data();
+    double* c = out[0].data.data();
+    ops::for_each_row(m, rows, [&](int64_t i) {
+      double* c_row = c + i * n;
+      std::fill(c_row, c_row + n, 0.0);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double a_ik = a[i * k + kk];
+        const double* b_row = b + kk * n;
+        for (int64_t j = 0; j < n; ++j) c_row[j] += a_ik * b_row[j];
+      }
+    });
+  }
+  bool row_sampling() const override { return true; }
+
+  double flops(const Problem& p) const override { return 2.0 * static_cast<double>(p.numel()); }
+  double bytes(const Problem& p, DType t) const override {
+    const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
+    return ops::bytes_of(m * k + k * n + m * n, t);
+  }
+
+ private:
+  // Powers of two, so the scaling itself adds no rounding in any dtype.
+  static void scale_rows_and_columns(const Problem& p, std::mt19937_64& rng, std::vector<Values>& in) {
+    const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
+    std::uniform_int_distribution<int> exponent(-kMaxScaleExp, kMaxScaleExp);
+    for (int64_t i = 0; i < m; ++i) {
+      const double s = std::ldexp(1.0, exponent(rng));
+      for (int64_t kk = 0; kk < k; ++kk) in[0].data[i * k + kk] *= s;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double s = std::ldexp(1.0, exponent(rng));
+      for (int64_t kk = 0; kk < k; ++kk) in[1].data[kk * n + j] *= s;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_matmul() { return std::make_unique<Matmul>(); }
+
+}  // namespace ak

@@ -1,0 +1,115 @@
+// rotary_embedding, the LLaMA "rotate_half" form: for i < D/2 and position s,
+//   y[i]       = x[i] * cos[s, i] - x[i + D/2] * sin[s, i]
+//   y[i + D/2] = x[i + D/2] * cos[s, i] + x[i] * sin[s, i]
+// Inputs: x[B, H, S, D], cos[S, D/2], sin[S, D/2] (all in the problem dtype).
+// Outputs: y[B, H, S, D]. No scalars. The tables hold cos/sin(s * theta_i), theta_i = 10000^(-2i/D).
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/common.h"
+#include "ops/ops.h"
+
+namespace ak {
+namespace {
+
+constexpr double kRopeBase = 10000.0;
+// "large": |x| up to this, so |y| <= sqrt(2) * kLargeX stays under the fp16 maximum (65504).
+constexpr double kLargeX = 3e4;
+
+class RotaryEmbedding final : public Op {
+ public:
+  std::string_view name() const override { return "rotary_embedding"; }
+  std::string_view summary() const override {
+    return "rotary position embedding (rotate_half form) with precomputed cos/sin tables";
+  }
+  std::vector<std::string> dim_names() const override { return {"B", "H", "S", "D"}; }
+
+  void validate(const Problem& p) const override {
+    ops::expect_rank(*this, p);
+    ops::expect_known_params(*this, p);
+    ops::require(*this, p.dims[3] % 2 == 0, "head dim D must be even, got '" + p.to_string() + "'");
+  }
+
+  Signature signature(const Problem& p, DType t) const override {
+    const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
+    return {{{"x", t, {b, h, s, d}}, {"cos", t, {s, d / 2}}, {"sin", t, {s, d / 2}}},
+            {{"y", t, {b, h, s, d}}},
+            {}};
+  }
+
+  Problem default_problem() const override { return {{4, 32, 4096, 128}, {}}; }
+
+  StageProblems stage_problems() const override {
+    return {{{1, 2, 16, 64}, {}},
+            {{{1, 32, 512, 128}, {}},
+             {{2, 16, 256, 64}, {}},
+             {{4, 8, 128, 128}, {}},
+             {{1, 12, 1024, 64}, {}},
+             {{2, 32, 64, 128}, {}},
+             {{1, 40, 256, 128}, {}},
+             {{8, 4, 128, 64}, {}},
+             {{1, 8, 2048, 128}, {}}},
+            {{{2, 8, 256, 128}, {}}},
+            {{{1, 1, 1, 2}, {}},
+             {{1, 1, 17, 64}, {}},
+             {{2, 3, 33, 128}, {}},
+             {{1, 2, 7, 96}, {}},
+             {{1, 1, 1000, 130}, {}},
+             {{3, 5, 129, 64}, {}},
+             {{1, 32, 1, 128}, {}}}};
+  }
+
+  std::vector<std::string> stability_cases() const override { return {"large"}; }
+
+  void generate(const Problem& p, std::string_view input_case, std::mt19937_64& rng,
+                std::vector<Values>& in) const override {
+    if (input_case == kRandomCase) {
+      ops::fill_normal(in[0], rng);
+    } else if (input_case == "large") {
+      ops::fill_uniform(in[0], rng, -kLargeX, kLargeX);
+    } else {
+      throw Error(ErrorKind::Internal, "rotary_embedding: unknown input case " + std::string(input_case));
+    }
+    const int64_t s_len = p.dims[2], half = p.dims[3] / 2;
+    const double d = static_cast<double>(p.dims[3]);
+    for (int64_t s = 0; s < s_len; ++s)
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(s) * std::pow(kRopeBase, -2.0 * static_cast<double>(i) / d);
+        in[1].data[s * half + i] = std::cos(angle);
+        in[2].data[s * half + i] = std::sin(angle);
+      }
+  }
+
+  void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
+                 const std::vector<int64_t>&) const override {
+    const int64_t s_len = p.dims[2], d = p.dims[3], half = d / 2;
+    const double* x = in[0].data.data();
+    const double* cos = in[1].data.data();
+    const double* sin = in[2].data.data();
+    double* y = out[0].data.data();
+    parallel_for(p.dims[0] * p.dims[1] * s_len, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const double* c = cos + (r % s_len) * half;
+        const double* sn = sin + (r % s_len) * half;
+        const double* src = x + r * d;
+        double* dst = y + r * d;
+        for (int64_t i = 0; i < half; ++i) {
+          dst[i] = src[i] * c[i] - src[i + half] * sn[i];
+          dst[i + half] = src[i + half] * c[i] + src[i] * sn[i];
+        }
+      }
+    });
+  }
+
+  // Two multiplies and an add per output element.
+  double flops(const Problem& p) const override { return 3.0 * static_cast<double>(p.numel()); }
+  double bytes(const Problem& p, DType t) const override {
+    return ops::bytes_of(2 * p.numel() + p.dims[2] * p.dims[3], t);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_rotary_embedding() { return std::make_unique<RotaryEmbedding>(); }
+
+}  // namespace ak

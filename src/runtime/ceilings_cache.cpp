@@ -1,0 +1,57 @@
+#include "runtime/ceilings_cache.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/paths.h"
+
+namespace ak {
+namespace {
+
+std::filesystem::path cache_path(const DeviceInfo& device) {
+  std::string id = device.id;
+  std::replace_if(id.begin(), id.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '-'; }, '_');
+  return cache_dir() / "ceilings" / (id + ".json");
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Ceilings& c) {
+  j = {{"copy_gbps", c.copy_gbps}, {"matrix_tflops", c.matrix_tflops}, {"matrix_how", c.matrix_how},
+       {"measured_at", c.measured_at}};
+}
+
+void from_json(const nlohmann::json& j, Ceilings& c) {
+  c.copy_gbps = j.at("copy_gbps");
+  c.matrix_tflops = j.at("matrix_tflops");
+  c.matrix_how = j.at("matrix_how");
+  c.measured_at = j.at("measured_at");
+}
+
+std::optional<Ceilings> cached_ceilings(const DeviceInfo& device) {
+  const auto path = cache_path(device);
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  try {
+    return nlohmann::json::parse(read_text_file(path)).get<Ceilings>();
+  } catch (const std::exception&) {
+    return std::nullopt;  // a damaged cache entry is measured again
+  }
+}
+
+Ceilings device_ceilings(Runtime& runtime, bool remeasure) {
+  if (!remeasure)
+    if (auto cached = cached_ceilings(runtime.info())) return *cached;
+  Ceilings c = runtime.measure_ceilings();
+  write_file_atomically(cache_path(runtime.info()), nlohmann::json(c).dump(2));
+  return c;
+}
+
+double roofline_fraction(const Ceilings& c, double flops, double bytes, double seconds) {
+  if (seconds <= 0) return 0;
+  double bound = 0;
+  if (c.copy_gbps > 0) bound = std::max(bound, bytes / (c.copy_gbps * 1e9));
+  if (c.matrix_tflops > 0) bound = std::max(bound, flops / (c.matrix_tflops * 1e12));
+  return bound / seconds;
+}
+
+}  // namespace ak

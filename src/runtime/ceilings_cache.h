@@ -1,0 +1,23 @@
+// Measured ceilings, cached per device identity under the cache directory, so every roofline
+// percentage uses numbers measured on this very device.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/runtime.h"
+
+namespace ak {
+
+void to_json(nlohmann::json& j, const Ceilings& c);
+void from_json(const nlohmann::json& j, Ceilings& c);
+
+std::optional<Ceilings> cached_ceilings(const DeviceInfo& device);
+// Measures when nothing is cached (or `remeasure`), stores and returns the ceilings.
+Ceilings device_ceilings(Runtime& runtime, bool remeasure = false);
+
+// Fraction of the roofline bound reached: max(bytes / bandwidth, flops / matrix rate) / time.
+double roofline_fraction(const Ceilings& c, double flops, double bytes, double seconds);
+
+}  // namespace ak

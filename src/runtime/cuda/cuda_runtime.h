@@ -1,0 +1,33 @@
+// The CUDA backend of ak::Runtime: the current CUDA device (CUDA_VISIBLE_DEVICES picks it)
+// through the CUDA runtime API.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "runtime/runtime.h"
+
+namespace ak {
+
+// True when the CUDA runtime answers and sees at least one GPU. Never throws.
+bool cuda_device_present();
+
+// Throws Error(Unsupported, "no CUDA GPU: cudaGetDeviceCount: <reason>") when there is none.
+std::unique_ptr<Runtime> make_cuda_runtime();
+
+namespace cuda {
+
+// What the device is, from cudaGetDeviceProperties and the driver/runtime versions.
+DeviceInfo query_device_info(int device);
+
+// "sm_90a" for compute capability 9.0 and "sm_100a" for 10.0 (their arch-specific features,
+// wgmma and tcgen05, need the "a" target), "sm_<major><minor>" otherwise.
+std::string arch_name(int major, int minor);
+
+// Copy bandwidth (cudaMemcpyAsync device to device) and the best of cuBLAS fp16/bf16 matrix
+// rates, on random data, on `stream`. About a second of GPU work.
+Ceilings measure_ceilings(cudaStream_t stream, const DeviceInfo& info);
+
+}  // namespace cuda
+}  // namespace ak

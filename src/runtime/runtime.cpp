@@ -1,0 +1,43 @@
+#include "runtime/runtime.h"
+
+#include "core/error.h"
+#include "runtime/host/host_runtime.h"
+#ifdef AK_WITH_CUDA
+#include "runtime/cuda/cuda_runtime.h"
+#endif
+
+namespace ak {
+
+std::string_view to_string(Backend b) { return b == Backend::Cuda ? "cuda" : "host"; }
+
+Backend parse_backend(std::string_view text) {
+  if (text == "cuda") return Backend::Cuda;
+  if (text == "host" || text == "cpu") return Backend::Host;
+  throw Error(ErrorKind::Usage, "unknown backend '" + std::string(text) + "' (expected cuda or host)");
+}
+
+bool cuda_backend_built() {
+#ifdef AK_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+Backend default_backend() {
+#ifdef AK_WITH_CUDA
+  if (cuda_device_present()) return Backend::Cuda;
+#endif
+  return Backend::Host;
+}
+
+std::unique_ptr<Runtime> make_runtime(Backend backend) {
+  if (backend == Backend::Host) return make_host_runtime();
+#ifdef AK_WITH_CUDA
+  return make_cuda_runtime();
+#else
+  throw Error(ErrorKind::Unsupported, "this autokernel was built without the CUDA backend (no CUDA toolkit at build time)");
+#endif
+}
+
+}  // namespace ak

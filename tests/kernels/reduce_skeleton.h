@@ -1,0 +1,30 @@
+// Shared body of the test kernels in this folder: a correct host reduce (y[r] = sum of x[r, :])
+// with hooks, so that each broken kernel is a one-line deviation from a working one.
+#pragma once
+
+#include "autokernel/host_kernel.h"
+
+namespace test_kernels {
+
+using namespace ak::host;
+
+// Writes y[r] = finish(r, exact row sum) for every row r < rows + row_delta.
+template <class Finish>
+int reduce_rows(const ak_call* call, int64_t row_delta, Finish finish) {
+  if (!valid_call(call, 1, 1, 0)) return AK_ERR_UNSUPPORTED;
+  const ak_tensor& x = call->inputs[0];
+  const int64_t rows = x.shape[0], n = x.shape[1];
+  return dispatch(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(x.data);
+    T* out = static_cast<T*>(call->outputs[0].data);
+    for (int64_t r = 0; r < rows + row_delta; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += to_float(in[r * n + j]);
+      out[r] = from_float<T>(static_cast<float>(finish(r, sum)));
+    }
+    return AK_OK;
+  });
+}
+
+}  // namespace test_kernels

@@ -1,0 +1,105 @@
+// The harness against deliberately broken host kernels: each must be rejected at the right
+// stage for the right reason, and a good one must pass. Runs the real CLI (lint, compile,
+// isolated worker, five stages, timing) on the host backend.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_runner.h"
+#include "harness/results_log.h"
+
+namespace ak::test {
+namespace {
+
+struct Expectation {
+  const char* kernel;
+  const char* status;
+  const char* stage;   // "" = any
+  const char* reason;  // substring of the reason
+  std::vector<std::string> extra_args;
+};
+
+nlohmann::json bench(const std::string& file, const std::vector<std::string>& extra, int* exit_code = nullptr) {
+  const auto dir = scratch_dir("bench");
+  std::vector<std::string> args{"bench", kernel(file), "--op", "reduce", "--backend", "host", "--shape", "96x1000",
+                                "--json", "--timeout", "20", "--max-time", "0.2", "--results",
+                                (dir / "results.tsv").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProcessResult run = run_cli(args, 120);
+  if (exit_code) *exit_code = run.exit_code;
+  auto j = json_of(run);
+  EXPECT_TRUE(j.is_object()) << run.output;
+  return j;
+}
+
+void PrintTo(const Expectation& e, std::ostream* os) { *os << e.kernel; }
+
+class Rejects : public ::testing::TestWithParam<Expectation> {};
+
+TEST_P(Rejects, AtTheRightStageForTheRightReason) {
+  const Expectation& e = GetParam();
+  int exit_code = 0;
+  const auto j = bench(e.kernel, e.extra_args, &exit_code);
+  EXPECT_EQ(j.value("status", ""), e.status) << j.dump(2);
+  if (*e.stage) {
+    EXPECT_EQ(j.value("stage", ""), e.stage) << j.dump(2);
+  }
+  EXPECT_NE(j.value("reason", "").find(e.reason), std::string::npos) << j.dump(2);
+  EXPECT_EQ(exit_code, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BrokenKernels, Rejects,
+    ::testing::Values(
+        Expectation{"wrong_values.cpp", "FAIL", "smoke", "reference", {}},
+        Expectation{"unwritten_element.cpp", "FAIL", "smoke", "never written", {}},
+        Expectation{"modifies_input.cpp", "FAIL", "smoke", "input x was modified", {}},
+        Expectation{"writes_past_end.cpp", "FAIL", "smoke", "past the end of y", {}},
+        Expectation{"nondeterministic.cpp", "FAIL", "determinism", "differs bitwise", {"--dtype", "fp32"}},
+        Expectation{"cached_result.cpp", "FAIL", "smoke", "set 1", {}},
+        Expectation{"all_zeros.cpp", "FAIL", "smoke", "reference", {}},
+        Expectation{"hangs.cpp", "TIMEOUT", "smoke", "killed", {"--timeout", "3"}},
+        Expectation{"segfaults.cpp", "CRASH", "smoke", "SIGSEGV", {}},
+        Expectation{"static_constructor.cpp", "LINT", "lint", "constructor", {}},
+        Expectation{"no_entry_point.cpp", "FAIL", "load", "does not export ak_launch", {}},
+        Expectation{"compile_error.cpp", "COMPILE_ERROR", "compile", "undefined_function", {}}),
+    [](const auto& param_info) {
+      std::string name = param_info.param.kernel;
+      return name.substr(0, name.find('.'));
+    });
+
+TEST(Harness, PassesACorrectKernelThroughEveryStageAndTimesIt) {
+  const auto j = bench("good_reduce.cpp", {});
+  ASSERT_EQ(j.value("status", ""), "PASS") << j.dump(2);
+  std::vector<std::string> stages;
+  for (const auto& s : j["stages"]) {
+    stages.push_back(s["stage"]);
+    EXPECT_TRUE(s["passed"].get<bool>());
+    EXPECT_GT(s["checks"].get<int>(), 0);
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"smoke", "sweep", "stability", "determinism", "edge"}));
+  EXPECT_GT(j["timing"]["median_us"].get<double>(), 0);
+  EXPECT_GE(j["timing"]["samples"].get<int>(), 10);
+  EXPECT_GT(j["gbps"].get<double>(), 0);
+  EXPECT_GT(j["roofline"].get<double>(), 0);
+}
+
+TEST(Harness, AppendsOneRowPerExperimentToResults) {
+  const auto dir = scratch_dir("results");
+  const auto tsv = (dir / "results.tsv").string();
+  for (const char* file : {"good_reduce.cpp", "wrong_values.cpp"})
+    run_cli({"bench", kernel(file), "--op", "reduce", "--shape", "32x100", "--quick", "--json", "--max-time", "0.1",
+             "--results", tsv});
+  std::ifstream in(tsv);
+  std::string header, first, second, extra;
+  std::getline(in, header);
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(header + "\n", results_header());
+  EXPECT_NE(first.find("\tPASS\t"), std::string::npos) << first;
+  EXPECT_NE(second.find("\tFAIL\t"), std::string::npos) << second;
+  EXPECT_FALSE(std::getline(in, extra));
+}
+
+}  // namespace
+}  // namespace ak::test

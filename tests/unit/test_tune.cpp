@@ -1,0 +1,51 @@
+// `tune` over host kernels: finds the configuration that is really fastest, and survives a
+// configuration that crashes.
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+
+namespace ak::test {
+namespace {
+
+nlohmann::json tune(const std::string& file, std::vector<std::string> extra = {}) {
+  const auto dir = scratch_dir("tune");
+  std::vector<std::string> args{"tune", kernel(file), "--op", "reduce", "--shape", "512x4096", "--quick",
+                                "--json", "--max-time", "0.3", "--results", (dir / "results.tsv").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProcessResult run = run_cli(args, 300);
+  auto j = json_of(run);
+  EXPECT_TRUE(j.is_object()) << run.output;
+  return j;
+}
+
+TEST(Tune, FindsTheFastestConfiguration) {
+  const auto j = tune("tunable_repeat.cpp");
+  ASSERT_TRUE(j["best"].is_object()) << j.dump(2);
+  EXPECT_EQ(j["best"]["config"], "REPEAT=1");
+  EXPECT_EQ(j["experiments"], 4);
+  double slowest = 0;
+  for (const auto& t : j["trials"]) {
+    EXPECT_EQ(t["status"], "PASS") << t.dump();
+    slowest = std::max(slowest, t["timing"]["median_us"].get<double>());
+  }
+  EXPECT_GT(slowest, 4 * j["best"]["timing"]["median_us"].get<double>());
+  EXPECT_GT(j["gain_over_first"].get<double>(), 4.0);  // the first tried is REPEAT=16
+}
+
+TEST(Tune, RecordsACrashAndCarriesOn) {
+  const auto j = tune("segfaults.cpp");
+  ASSERT_EQ(j["trials"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["trials"][0]["config"], "MODE=0");
+  EXPECT_EQ(j["trials"][0]["status"], "PASS");
+  EXPECT_EQ(j["trials"][1]["status"], "CRASH");
+  EXPECT_EQ(j["best"]["config"], "MODE=0");
+}
+
+TEST(Tune, RespectsAnExperimentBudget) {
+  const auto j = tune("tunable_repeat.cpp", {"--budget", "2", "--strategy", "random"});
+  EXPECT_EQ(j["experiments"], 2);
+  EXPECT_EQ(j["strategy"], "random");
+}
+
+}  // namespace
+}  // namespace ak::test
