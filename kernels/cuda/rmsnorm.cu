@@ -45,6 +45,9 @@ constexpr int kRowThreads = kThreads / kRowsPerBlock;
 constexpr int kRegisterVecs = REGISTER_VECS;
 static_assert(kThreads % kRowsPerBlock == 0 && kRowThreads % 32 == 0, "each row gets whole warps");
 static_assert(kThreads <= 1024 && kRegisterVecs >= 1, "a block has at most 1024 threads");
+// Half the SM's threads resident at least: a fixed budget of 64 registers per thread, which
+// keeps ptxas from picking a smaller one of its own and spilling.
+constexpr int kMinBlocksPerSm = 1024 / kThreads;
 
 template <typename T>
 struct RowsArgs {
@@ -79,7 +82,7 @@ __device__ __forceinline__ Vec16<T> scale(const Vec16<T>& x, const Vec16<T>& w, 
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) rmsnorm_vector(RowsArgs<T> a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) rmsnorm_vector(RowsArgs<T> a) {
   constexpr int kVec = Vec16<T>::kSize;
   __shared__ float scratch[kThreads / 32];
   const int group = threadIdx.x / kRowThreads;
@@ -129,7 +132,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_vector(RowsArgs<T> a) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) rmsnorm_scalar(RowsArgs<T> a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) rmsnorm_scalar(RowsArgs<T> a) {
   __shared__ float scratch[kThreads / 32];
   const int group = threadIdx.x / kRowThreads;
   const int lane = threadIdx.x % kRowThreads;

@@ -1,4 +1,5 @@
 // autokernel: profile, extract, check, time and tune the GPU kernels of a model.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -6,6 +7,9 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
+  // Kernels load when their module loads, not at their first launch: a first launch behind a
+  // held stream must not wait on module loading (lazy loading can stall behind a running kernel).
+  ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   CLI::App app{"autokernel: finds the kernels that matter, makes faster ones, proves them correct, and times them "
                "honestly.\nEvery command takes --help; errors are one line with a non-zero exit."};
   app.set_version_flag("--version", std::string(AK_VERSION));
