@@ -32,7 +32,7 @@
 #define ROWS_PER_BLOCK 1
 #endif
 #ifndef REGISTER_VECS
-#define REGISTER_VECS 4
+#define REGISTER_VECS 8
 #endif
 
 namespace {
@@ -102,8 +102,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) rmsnorm_vector(Rows
   }
   float sum = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kRegisterVecs; ++i)
+  for (int i = 0; i < kRegisterVecs; ++i) {
     if (lane + i * kRowThreads < vecs) sum += sum_of_squares(cached[i]);
+  }
   // The rest of a long row. Not unrolled: unrolling would raise every row's register count.
 #pragma unroll 1
   for (int v = lane + kRegisterVecs * kRowThreads; v < vecs; v += kRowThreads)

@@ -12,7 +12,7 @@
 //   BLOCK_KV  keys per block: the stretch of scores kept at once
 //   VEC       independent accumulators in the q · k dot products (vector width)
 //
-// @tune BLOCK_Q: 1, 4, 16
+// @tune BLOCK_Q: 1, 4, 16, 64
 // @tune BLOCK_KV: 16, 64, 256
 // @tune VEC: 1, 8
 // @require (BLOCK_Q <= S || BLOCK_Q == 1) && (BLOCK_KV <= S || BLOCK_KV == 16)

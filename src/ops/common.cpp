@@ -41,8 +41,7 @@ void expect_rank(const Op& op, const Problem& problem) {
   const auto names = op.dim_names();
   if (problem.dims.size() == names.size()) {
     for (size_t i = 0; i < names.size(); ++i)
-      require(op, problem.dims[i] > 0,
-              names[i] + " must be positive, got '" + problem.to_string() + "'");
+      require(op, problem.dims[i] > 0, names[i] + " must be positive, got '" + problem.to_string() + "'");
     return;
   }
   std::ostringstream out;
@@ -61,8 +60,7 @@ void expect_known_params(const Op& op, const Problem& problem) {
     if (found) continue;
     std::string names;
     for (const auto& param : known) names += (names.empty() ? "" : ", ") + param.first;
-    require(op, false,
-            "unknown parameter '" + name + "' (known: " + (names.empty() ? "none" : names) + ")");
+    require(op, false, "unknown parameter '" + name + "' (known: " + (names.empty() ? "none" : names) + ")");
   }
 }
 
@@ -72,16 +70,19 @@ void require(const Op& op, bool ok, const std::string& what) {
 
 int64_t int_param(const Op& op, const Problem& problem, const std::string& name, int64_t fallback) {
   const double value = problem.param(name, static_cast<double>(fallback));
-  require(op, std::isfinite(value) && value == std::round(value) && std::fabs(value) < 9e15,
-          name + " must be a whole number, got " + std::to_string(value));
-  return static_cast<int64_t>(value);
+  if (std::isfinite(value) && value == std::round(value) && std::fabs(value) < 9e15)
+    return static_cast<int64_t>(value);
+  std::ostringstream out;
+  out << name << " must be a whole number, got " << value;
+  throw Error(ErrorKind::Usage, std::string(op.name()) + ": " + out.str());
 }
 
 double bytes_of(int64_t elements, DType t) {
   return static_cast<double>(elements) * static_cast<double>(size_of(t));
 }
 
-void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows, const std::function<void(int64_t)>& body) {
+void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows,
+                  const std::function<void(int64_t)>& body) {
   for (int64_t r : rows)
     if (r < 0 || r >= n_rows)
       throw Error(ErrorKind::Internal, "reference: sampled row " + std::to_string(r) + " is outside [0, " +

@@ -41,11 +41,22 @@ class CrossEntropy final : public Op {
 
   StageProblems stage_problems() const override {
     return {{{64, 1000}, {}},
-            {{{256, 32000}, {}}, {{128, 50257}, {}}, {{32, 128256}, {}}, {{512, 8192}, {}},
-             {{1024, 4096}, {}}, {{2048, 1000}, {}}, {{300, 32768}, {}}, {{4096, 512}, {}}},
-            {{{128, 32000}, {}}},
-            {{{1, 32000}, {}}, {{7, 2}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
-             {{2, 65536}, {}}, {{129, 127}, {}}}};
+            {{{256, 32000}, {}},
+             {{128, 50257}, {}},
+             {{32, 128256}, {}},
+             {{512, 8192}, {}},
+             {{1024, 4096}, {}},
+             {{2048, 1000}, {}},
+             {{300, 32768}, {}},
+             {{4096, 512}, {}}},
+            {{{64, 32000}, {}}},
+            {{{1, 32000}, {}},
+             {{7, 2}, {}},
+             {{3, 17}, {}},
+             {{33, 1000}, {}},
+             {{5, 4095}, {}},
+             {{2, 65536}, {}},
+             {{129, 127}, {}}}};
   }
 
   // "extreme" overflows exp() in fp32 without the max subtraction; "near_constant" makes every
@@ -107,6 +118,8 @@ class CrossEntropy final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_cross_entropy() { return std::make_unique<CrossEntropy>(); }
+std::unique_ptr<Op> make_cross_entropy() {
+  return std::make_unique<CrossEntropy>();
+}
 
 }  // namespace ak

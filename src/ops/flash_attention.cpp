@@ -26,7 +26,9 @@ Problem attention(std::vector<int64_t> dims, int causal, int64_t kv_heads = 0) {
   return p;
 }
 
-bool is_causal(const Problem& p) { return p.param("causal", 1.0) != 0.0; }
+bool is_causal(const Problem& p) {
+  return p.param("causal", 1.0) != 0.0;
+}
 
 int64_t kv_heads_of(const Problem& p) {
   const auto kv = static_cast<int64_t>(p.param("kv_heads", 0.0));
@@ -51,8 +53,9 @@ class FlashAttention final : public Op {
     ops::require(*this, causal == 0 || causal == 1, "causal must be 0 or 1, got " + std::to_string(causal));
     const int64_t kv = ops::int_param(*this, p, "kv_heads", 0);
     ops::require(*this, kv >= 0, "kv_heads must be positive (or 0 for H), got " + std::to_string(kv));
-    ops::require(*this, p.dims[1] % kv_heads_of(p) == 0,
-                 "kv_heads " + std::to_string(kv) + " must divide the query heads H = " + std::to_string(p.dims[1]));
+    ops::require(
+        *this, p.dims[1] % kv_heads_of(p) == 0,
+        "kv_heads " + std::to_string(kv) + " must divide the query heads H = " + std::to_string(p.dims[1]));
   }
 
   Signature signature(const Problem& p, DType t) const override {
@@ -66,15 +69,16 @@ class FlashAttention final : public Op {
 
   // Sweep problems keep the attention FLOPs under ~0.2 G so the float64 reference stays cheap in CI.
   StageProblems stage_problems() const override {
-    return {attention({1, 2, 64, 64}, 1),
-            {attention({1, 4, 256, 64}, 1), attention({1, 4, 256, 64}, 0), attention({2, 4, 128, 128}, 0),
-             attention({1, 8, 256, 128}, 1), attention({1, 8, 128, 64}, 1, 2), attention({2, 2, 512, 64}, 1),
-             attention({1, 1, 512, 128}, 0), attention({4, 4, 64, 128}, 0), attention({1, 16, 128, 128}, 1, 4),
-             attention({1, 4, 384, 64}, 0, 1)},
-            {attention({1, 4, 256, 64}, 1), attention({1, 4, 256, 128}, 0, 2)},
-            {attention({1, 1, 1, 64}, 0), attention({1, 1, 1, 128}, 1), attention({1, 2, 17, 64}, 1),
-             attention({2, 3, 17, 128}, 0), attention({1, 4, 33, 128}, 1, 2), attention({1, 2, 129, 64}, 1),
-             attention({3, 1, 255, 64}, 0), attention({1, 8, 100, 128}, 1, 1), attention({2, 2, 65, 64}, 0, 1)}};
+    return {
+        attention({1, 2, 64, 64}, 1),
+        {attention({1, 4, 256, 64}, 1), attention({1, 4, 256, 64}, 0), attention({2, 4, 128, 128}, 0),
+         attention({1, 8, 256, 128}, 1), attention({1, 8, 128, 64}, 1, 2), attention({2, 2, 512, 64}, 1),
+         attention({1, 1, 512, 128}, 0), attention({4, 4, 64, 128}, 0), attention({1, 16, 128, 128}, 1, 4),
+         attention({1, 4, 384, 64}, 0, 1)},
+        {attention({1, 4, 256, 64}, 1), attention({1, 4, 256, 128}, 0, 2)},
+        {attention({1, 1, 1, 64}, 0), attention({1, 1, 1, 128}, 1), attention({1, 2, 17, 64}, 1),
+         attention({2, 3, 17, 128}, 0), attention({1, 4, 33, 128}, 1, 2), attention({1, 2, 129, 64}, 1),
+         attention({3, 1, 255, 64}, 0), attention({1, 8, 100, 128}, 1, 1), attention({2, 2, 65, 64}, 0, 1)}};
   }
 
   std::vector<std::string> stability_cases() const override { return {"large_logits", "dominant_key"}; }
@@ -162,6 +166,8 @@ class FlashAttention final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_flash_attention() { return std::make_unique<FlashAttention>(); }
+std::unique_ptr<Op> make_flash_attention() {
+  return std::make_unique<FlashAttention>();
+}
 
 }  // namespace ak

@@ -17,14 +17,14 @@ constexpr double kLargeGateStd = 40.0;
 // from the fp16 maximum) and y has magnitudes in the hundreds.
 constexpr double kLargeXStd = 16.0;
 
-double silu(double g) { return g / (1.0 + std::exp(-g)); }
+double silu(double g) {
+  return g / (1.0 + std::exp(-g));
+}
 
 class FusedMlp final : public Op {
  public:
   std::string_view name() const override { return "fused_mlp"; }
-  std::string_view summary() const override {
-    return "SwiGLU MLP: (silu(x w_gate^T) * (x w_up^T)) w_down^T";
-  }
+  std::string_view summary() const override { return "SwiGLU MLP: (silu(x w_gate^T) * (x w_up^T)) w_down^T"; }
   std::vector<std::string> dim_names() const override { return {"M", "D", "F"}; }
 
   void validate(const Problem& p) const override {
@@ -55,7 +55,7 @@ class FusedMlp final : public Op {
              {{512, 128, 344}, {}}},
             {{{64, 256, 688}, {}}, {{32, 512, 1376}, {}}},
             {{{1, 1, 1}, {}},
-             {{1, 1024, 2752}, {}},
+             {{1, 512, 1376}, {}},
              {{7, 33, 127}, {}},
              {{33, 7, 1}, {}},
              {{127, 65, 33}, {}},
@@ -128,6 +128,8 @@ class FusedMlp final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_fused_mlp() { return std::make_unique<FusedMlp>(); }
+std::unique_ptr<Op> make_fused_mlp() {
+  return std::make_unique<FusedMlp>();
+}
 
 }  // namespace ak

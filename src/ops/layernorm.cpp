@@ -34,11 +34,22 @@ class LayerNorm final : public Op {
 
   StageProblems stage_problems() const override {
     return {{{64, 256}, {}},
-            {{{1024, 1024}, {}}, {{512, 4096}, {}}, {{256, 8192}, {}}, {{128, 16384}, {}},
-             {{4096, 768}, {}}, {{2048, 2048}, {}}, {{300, 5120}, {}}, {{512, 1600}, {}}},
+            {{{1024, 1024}, {}},
+             {{512, 4096}, {}},
+             {{256, 8192}, {}},
+             {{128, 16384}, {}},
+             {{4096, 768}, {}},
+             {{2048, 2048}, {}},
+             {{300, 5120}, {}},
+             {{512, 1600}, {}}},
             {{{256, 4096}, {}}},
-            {{{1, 4096}, {}}, {{7, 1}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
-             {{2, 65536}, {}}, {{129, 127}, {}}}};
+            {{{1, 4096}, {}},
+             {{7, 1}, {}},
+             {{3, 17}, {}},
+             {{33, 1000}, {}},
+             {{5, 4095}, {}},
+             {{2, 65536}, {}},
+             {{129, 127}, {}}}};
   }
 
   // "near_constant" is what breaks var = E[x^2] - E[x]^2: the difference cancels to noise.
@@ -46,8 +57,11 @@ class LayerNorm final : public Op {
 
   void generate(const Problem&, std::string_view input_case, std::mt19937_64& rng,
                 std::vector<Values>& in) const override {
-    if (!ops::apply_rowwise_case(input_case, in[0], rng))
+    if (input_case == "near_constant") {
+      fill_near_constant(in[0], rng);
+    } else if (!ops::apply_rowwise_case(input_case, in[0], rng)) {
       throw Error(ErrorKind::Internal, "layernorm: unknown input case " + std::string(input_case));
+    }
     ops::fill_uniform(in[1], rng, 0.5, 1.5);
     ops::fill_uniform(in[2], rng, -0.5, 0.5);
   }
@@ -77,11 +91,32 @@ class LayerNorm final : public Op {
 
   // Per element: sum, centre, square and add, normalise, scale, shift.
   double flops(const Problem& p) const override { return 7.0 * static_cast<double>(p.numel()); }
-  double bytes(const Problem& p, DType t) const override { return ops::bytes_of(2 * p.numel() + 2 * p.dims[1], t); }
+  double bytes(const Problem& p, DType t) const override {
+    return ops::bytes_of(2 * p.numel() + 2 * p.dims[1], t);
+  }
+
+ private:
+  // Rows c + N(0, kNoise^2) with |c| in [0.5, 2]. The shared near_constant case (|c| up to ~4 with
+  // 1e-3 noise) is too hard for fp32: one rounding of the mean, ulp(c) * rstd, alone is about the
+  // fp32 allowance. With |c| / noise <= 100 a two-pass fp32 kernel keeps a 10x margin while
+  // E[x^2] - E[x]^2 in fp32 still misses by over 1e-3.
+  static void fill_near_constant(Values& x, std::mt19937_64& rng) {
+    constexpr double kNoise = 0.02;
+    const int64_t cols = x.spec.shape.back(), rows = x.spec.numel() / cols;
+    std::uniform_real_distribution<double> offset(0.5, 2.0);
+    std::bernoulli_distribution negative(0.5);
+    ops::fill_normal(x, rng, 0.0, kNoise);
+    for (int64_t r = 0; r < rows; ++r) {
+      const double c = negative(rng) ? -offset(rng) : offset(rng);
+      for (int64_t j = 0; j < cols; ++j) x.data[r * cols + j] += c;
+    }
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<Op> make_layernorm() { return std::make_unique<LayerNorm>(); }
+std::unique_ptr<Op> make_layernorm() {
+  return std::make_unique<LayerNorm>();
+}
 
 }  // namespace ak

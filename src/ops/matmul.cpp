@@ -49,7 +49,7 @@ class Matmul final : public Op {
              {{384, 384, 384}, {}}},
             {{{256, 256, 1024}, {}}, {{64, 512, 4096}, {}}},
             {{{1, 1, 1}, {}},
-             {{1, 4096, 1000}, {}},
+             {{1, 2048, 1000}, {}},
              {{7, 33, 127}, {}},
              {{127, 7, 33}, {}},
              {{33, 1000, 7}, {}},
@@ -122,6 +122,8 @@ class Matmul final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_matmul() { return std::make_unique<Matmul>(); }
+std::unique_ptr<Op> make_matmul() {
+  return std::make_unique<Matmul>();
+}
 
 }  // namespace ak

@@ -41,14 +41,28 @@ class Reduce final : public Op {
 
   StageProblems stage_problems() const override {
     return {{{64, 256}, {}},
-            {{{1024, 1024}, {}}, {{512, 4096}, {}}, {{256, 8192}, {}}, {{128, 16384}, {}},
-             {{4096, 768}, {}}, {{2048, 2048}, {}}, {{300, 5120}, {}}, {{16384, 64}, {}}},
+            {{{1024, 1024}, {}},
+             {{512, 4096}, {}},
+             {{256, 8192}, {}},
+             {{128, 16384}, {}},
+             {{4096, 768}, {}},
+             {{2048, 2048}, {}},
+             {{300, 5120}, {}},
+             {{16384, 64}, {}}},
             {{{256, 4096}, {}}},
-            {{{1, 4096}, {}}, {{7, 1}, {}}, {{1, 1}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
-             {{2, 65536}, {}}, {{129, 127}, {}}}};
+            {{{1, 4096}, {}},
+             {{7, 1}, {}},
+             {{1, 1}, {}},
+             {{3, 17}, {}},
+             {{33, 1000}, {}},
+             {{5, 4095}, {}},
+             {{2, 65536}, {}},
+             {{129, 127}, {}}}};
   }
 
-  std::vector<std::string> stability_cases() const override { return {"large_sum", "cancellation", "dominant"}; }
+  std::vector<std::string> stability_cases() const override {
+    return {"large_sum", "cancellation", "dominant"};
+  }
 
   void generate(const Problem& p, std::string_view input_case, std::mt19937_64& rng,
                 std::vector<Values>& in) const override {
@@ -102,6 +116,8 @@ class Reduce final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_reduce() { return std::make_unique<Reduce>(); }
+std::unique_ptr<Op> make_reduce() {
+  return std::make_unique<Reduce>();
+}
 
 }  // namespace ak

@@ -110,6 +110,8 @@ class RotaryEmbedding final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_rotary_embedding() { return std::make_unique<RotaryEmbedding>(); }
+std::unique_ptr<Op> make_rotary_embedding() {
+  return std::make_unique<RotaryEmbedding>();
+}
 
 }  // namespace ak

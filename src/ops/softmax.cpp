@@ -30,11 +30,23 @@ class Softmax final : public Op {
 
   StageProblems stage_problems() const override {
     return {{{64, 256}, {}},
-            {{{1024, 1024}, {}}, {{512, 4096}, {}}, {{256, 8192}, {}}, {{128, 16384}, {}},
-             {{4096, 768}, {}}, {{2048, 2048}, {}}, {{300, 5120}, {}}, {{64, 32000}, {}}},
+            {{{1024, 1024}, {}},
+             {{512, 4096}, {}},
+             {{256, 8192}, {}},
+             {{128, 16384}, {}},
+             {{4096, 768}, {}},
+             {{2048, 2048}, {}},
+             {{300, 5120}, {}},
+             {{64, 32000}, {}}},
             {{{256, 4096}, {}}},
-            {{{1, 4096}, {}}, {{7, 1}, {}}, {{1, 1}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
-             {{2, 65536}, {}}, {{129, 127}, {}}}};
+            {{{1, 4096}, {}},
+             {{7, 1}, {}},
+             {{1, 1}, {}},
+             {{3, 17}, {}},
+             {{33, 1000}, {}},
+             {{5, 4095}, {}},
+             {{2, 65536}, {}},
+             {{129, 127}, {}}}};
   }
 
   // "extreme" overflows exp() in fp32 unless the row maximum is taken out first.
@@ -72,6 +84,8 @@ class Softmax final : public Op {
 
 }  // namespace
 
-std::unique_ptr<Op> make_softmax() { return std::make_unique<Softmax>(); }
+std::unique_ptr<Op> make_softmax() {
+  return std::make_unique<Softmax>();
+}
 
 }  // namespace ak

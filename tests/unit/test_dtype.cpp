@@ -21,9 +21,9 @@ TEST(DType, HalfExactValues) {
   EXPECT_EQ(double_to_half_bits(-2.0), 0xc000);
   EXPECT_EQ(double_to_half_bits(0.0), 0x0000);
   EXPECT_EQ(double_to_half_bits(-0.0), 0x8000);
-  EXPECT_EQ(double_to_half_bits(65504.0), 0x7bff);                // the largest half
-  EXPECT_EQ(double_to_half_bits(std::ldexp(1.0, -14)), 0x0400);   // the smallest normal
-  EXPECT_EQ(double_to_half_bits(std::ldexp(1.0, -24)), 0x0001);   // the smallest subnormal
+  EXPECT_EQ(double_to_half_bits(65504.0), 0x7bff);                  // the largest half
+  EXPECT_EQ(double_to_half_bits(std::ldexp(1.0, -14)), 0x0400);     // the smallest normal
+  EXPECT_EQ(double_to_half_bits(std::ldexp(1.0, -24)), 0x0001);     // the smallest subnormal
   EXPECT_EQ(double_to_half_bits(std::ldexp(1023.0, -24)), 0x03ff);  // the largest subnormal
   EXPECT_EQ(half_bits_to_double(0x0001), std::ldexp(1.0, -24));
   EXPECT_EQ(half_bits_to_double(0x7bff), 65504.0);
@@ -75,7 +75,7 @@ TEST(DType, EveryHalfAndBf16ValueRoundTrips) {
 TEST(DType, Bf16ExactValuesRoundingAndOverflow) {
   EXPECT_EQ(double_to_bf16_bits(1.0), 0x3f80);
   EXPECT_EQ(double_to_bf16_bits(-2.0), 0xc000);
-  EXPECT_EQ(double_to_bf16_bits(std::ldexp(1.0, -133)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(double_to_bf16_bits(std::ldexp(1.0, -133)), 0x0001);          // the smallest subnormal
   EXPECT_EQ(double_to_bf16_bits(1.0 + std::ldexp(1.0, -8)), 0x3f80);      // tie, down to even
   EXPECT_EQ(double_to_bf16_bits(1.0 + 3 * std::ldexp(1.0, -8)), 0x3f82);  // tie, up to even
   EXPECT_EQ(double_to_bf16_bits(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16)), 0x3f81);
@@ -138,8 +138,8 @@ TEST(ProblemParse, DimensionsAndParameters) {
 }
 
 TEST(ProblemParse, BadStringsAreUsageErrors) {
-  for (const char* text : {"", "8192x", "x8192", "8192xx8192", "8192x-1", "0x16", "abc", "8x8.5", "8x8:causal",
-                           "8x8:=1", "8x8:causal=yes", "8x8:", "8 x8"}) {
+  for (const char* text : {"", "8192x", "x8192", "8192xx8192", "8192x-1", "0x16", "abc", "8x8.5",
+                           "8x8:causal", "8x8:=1", "8x8:causal=yes", "8x8:", "8 x8"}) {
     try {
       parse_problem(text);
       ADD_FAILURE() << "'" << text << "' parsed";
