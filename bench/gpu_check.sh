@@ -3,6 +3,9 @@
 # device, bench and tune the CUDA rmsnorm starter. Logs and JSON go under $OUT (default
 # ./gpu-logs); a short table is printed last.
 #
+# At most 8 files come back from a device call: env.txt, build.log, ctest-gpu.log, ctest-cpu.log,
+# device.json, bench-rmsnorm.json, results.tsv, and the caller's own tee of this script's output.
+#
 # The device machine has no internet: header-only and small libraries this build needs and it
 # lacks travel in .carry/root (Debian packages unpacked by scripts/prepare-carry.sh).
 set -uo pipefail
@@ -24,7 +27,7 @@ AK=$PWD/build-gpu/autokernel
   git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
 
-step() { echo "== $*" | tee -a "$OUT/steps.txt"; }
+step() { echo "== $*"; }
 
 step build
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DCMAKE_PREFIX_PATH="$PREFIX" \
@@ -40,19 +43,18 @@ if [[ $CPU_TESTS == 1 ]]; then
 fi
 
 step device
-"$AK" device --remeasure | tee "$OUT/device.txt"
+"$AK" device --remeasure
 "$AK" device --json >"$OUT/device.json"
 
 step bench rmsnorm "$SHAPE" fp16
-"$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --results "$OUT/results.tsv" \
-  | tee "$OUT/bench-rmsnorm.txt"
+"$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --results "$OUT/results.tsv"
 "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --json --results "$OUT/results.tsv" \
   >"$OUT/bench-rmsnorm.json"
 
 step tune rmsnorm "$SHAPE" fp16
 "$AK" tune kernels/cuda/rmsnorm.cu --op rmsnorm --shape "$SHAPE" --dtype fp16 --results "$OUT/results.tsv" \
   ${TUNE_BUDGET:+--budget "$TUNE_BUDGET"} \
-  | tee "$OUT/tune-rmsnorm.txt"
+  | tee /tmp/tune-rmsnorm.txt
 
 step summary
 python3 - "$OUT" <<'PY'
@@ -68,4 +70,4 @@ t = b["timing"]
 print(f"rmsnorm bench {b['status']} {t['median_us']:.1f} us  noise {100*t['noise']:.2f}%  n={t['samples']}  "
       f"{b['gbps']:.0f} GB/s  {100*b['roofline']:.1f}% of copy")
 PY
-tail -4 "$OUT/tune-rmsnorm.txt"
+tail -4 /tmp/tune-rmsnorm.txt

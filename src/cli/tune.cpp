@@ -38,8 +38,8 @@ nlohmann::json to_json_row(const Finished& f) {
   return j;
 }
 
-void print_row(size_t index, size_t total, const Finished& f) {
-  std::cout << "[" << index << "/" << total << "] " << std::left << std::setw(34)
+void print_row(size_t index, size_t total, size_t width, const Finished& f) {
+  std::cout << "[" << index << "/" << total << "] " << std::left << std::setw(static_cast<int>(width) + 2)
             << (f.config.empty() ? "(defaults)" : to_string(f.config)) << summary_line(f.result) << std::endl;
 }
 
@@ -94,7 +94,7 @@ int run_tune(const TuneOptions& o) {
     append_result(o.target.results, {"tune", o.target.file, to_string(config), target.device_name,
                                      &target.evaluate.request, &f.result});
     done.push_back(std::move(f));
-    if (!o.target.json) print_row(done.size(), total, done.back());
+    if (!o.target.json) print_row(done.size(), total, to_string(feasible.front()).size(), done.back());
   }
   for (auto& [config, future] : pipeline) future.wait();  // let in-flight compiles finish into the cache
 

@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -41,26 +43,31 @@ DType parse_dtype(std::string_view text) {
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-// Rounds through float first only where that is exact: double -> float is exact for every value
-// a half or bfloat16 can hold, and rounding the float to nearest-even below is the second and
-// only rounding that matters for values generated as doubles of limited precision.
-uint16_t double_to_half_bits(double v) {
-  const float f = static_cast<float>(v);
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
-  if (abs < 0x38800000u) {                                               // subnormal or zero
-    const float scaled = std::bit_cast<float>(abs) * 16777216.0f;        // * 2^24
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
+namespace {
+
+// Rounds a double to a narrower binary format in one step (rounding through float first would
+// round twice and miss ties by 2^-40): keep `mantissa_bits` fraction bits with round-to-nearest-
+// even on the raw bits, rebias the exponent, and let a carry out of the largest finite value run
+// into the infinity encoding. Values below the smallest normal are scaled to integers and rounded.
+uint16_t round_double_bits(double v, int mantissa_bits, int exponent_bias, int min_exponent) {
+  const uint64_t x = std::bit_cast<uint64_t>(v);
+  const int total_bits = 1 + (exponent_bias == 15 ? 5 : 8) + mantissa_bits;
+  const uint16_t sign = static_cast<uint16_t>((x >> 63) << (total_bits - 1));
+  const uint64_t abs = x & 0x7fffffffffffffffull;
+  const uint16_t infinity = static_cast<uint16_t>(((1u << (total_bits - 1 - mantissa_bits)) - 1) << mantissa_bits);
+  if (abs > 0x7ff0000000000000ull) return sign | infinity | static_cast<uint16_t>(1u << (mantissa_bits - 1));  // NaN
+  if (std::fabs(v) < std::ldexp(1.0, min_exponent)) {  // subnormal: a multiple of 2^(min_exponent - mantissa_bits)
+    const double units = std::nearbyint(std::ldexp(std::fabs(v), mantissa_bits - min_exponent));
+    return sign | static_cast<uint16_t>(units);  // 2^mantissa_bits units carry into the smallest normal
   }
-  const uint32_t mant_odd = (abs >> 13) & 1u;
-  const uint32_t rounded = abs + 0xfffu + mant_odd;
-  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+  const int shift = 52 - mantissa_bits;
+  const uint64_t rounded = abs + ((1ull << (shift - 1)) - 1) + ((abs >> shift) & 1);
+  const uint64_t rebias = static_cast<uint64_t>(1023 - exponent_bias) << mantissa_bits;
+  const uint64_t bits = (rounded >> shift) - rebias;
+  return sign | static_cast<uint16_t>(std::min<uint64_t>(bits, infinity));
 }
 
-double half_bits_to_double(uint16_t bits) {
+double decode_half_slow(uint16_t bits) {
   const int sign = (bits >> 15) & 1;
   const int exp = (bits >> 10) & 0x1f;
   const int mant = bits & 0x3ff;
@@ -75,12 +82,23 @@ double half_bits_to_double(uint16_t bits) {
   return sign ? -v : v;
 }
 
-uint16_t double_to_bf16_bits(double v) {
-  const uint32_t x = std::bit_cast<uint32_t>(static_cast<float>(v));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
-  const uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(rounded >> 16);
+// Decoding is a table lookup: references decode hundreds of millions of elements.
+const std::array<double, 65536>& half_values() {
+  static const auto table = [] {
+    std::array<double, 65536> t{};
+    for (uint32_t i = 0; i < t.size(); ++i) t[i] = decode_half_slow(static_cast<uint16_t>(i));
+    return t;
+  }();
+  return table;
 }
+
+}  // namespace
+
+uint16_t double_to_half_bits(double v) { return round_double_bits(v, 10, 15, -14); }
+
+double half_bits_to_double(uint16_t bits) { return half_values()[bits]; }
+
+uint16_t double_to_bf16_bits(double v) { return round_double_bits(v, 7, 127, -126); }
 
 double bf16_bits_to_double(uint16_t bits) {
   return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits) << 16));

@@ -13,7 +13,7 @@ namespace ak {
 struct TimingOptions {
   int warmup = 3;
   int min_samples = 10;
-  int max_samples = 400;
+  int max_samples = 2000;
   double max_seconds = 3.0;
   double target_noise = 0.005;  // relative standard deviation
 };

@@ -17,7 +17,10 @@ class RmsNorm final : public Op {
   std::string_view summary() const override { return "root-mean-square norm over the last dim, scaled by weight"; }
   std::vector<std::string> dim_names() const override { return {"M", "N"}; }
 
-  void validate(const Problem& p) const override { ops::expect_rank(*this, p); }
+  void validate(const Problem& p) const override {
+    ops::expect_rank(*this, p);
+    ops::expect_known_params(*this, p);
+  }
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], n = p.dims[1];

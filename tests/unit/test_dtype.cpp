@@ -41,6 +41,18 @@ TEST(DType, HalfRoundsToNearestEven) {
   EXPECT_EQ(double_to_half_bits(0.1), 0x2e66);
 }
 
+// Rounding straight from double: a value a hair above a tie rounds up. Rounding through float
+// first would land exactly on the tie and round to even (down).
+TEST(DType, RoundsOnceFromDouble) {
+  const double hair = std::ldexp(1.0, -40);
+  EXPECT_EQ(double_to_half_bits(1 + std::ldexp(1.0, -11) + hair), 0x3c01);
+  EXPECT_EQ(double_to_half_bits(1 + std::ldexp(1.0, -11) - hair), 0x3c00);
+  EXPECT_EQ(double_to_bf16_bits(1 + std::ldexp(1.0, -8) + hair), 0x3f81);
+  EXPECT_EQ(double_to_bf16_bits(1 + std::ldexp(1.0, -8) - hair), 0x3f80);
+  EXPECT_EQ(double_to_half_bits(std::ldexp(1.0, -25) + hair * std::ldexp(1.0, -30)), 0x0001);  // subnormal
+  EXPECT_EQ(double_to_half_bits(65519.999), 0x7bff);
+}
+
 TEST(DType, HalfOverflowsToInfinityAndKeepsNaN) {
   EXPECT_EQ(double_to_half_bits(65519.0), 0x7bff);  // below the halfway point to 2^16
   EXPECT_EQ(double_to_half_bits(65520.0), 0x7c00);  // the halfway point ties to infinity

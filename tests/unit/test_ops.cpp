@@ -264,7 +264,6 @@ TEST(OpsValidate, RejectsBadProblemsAsUsageErrors) {
     p = op->default_problem();
     p.dims[0] = 0;
     EXPECT_EQ(validation_error(name, p), ErrorKind::Usage);
-    if (name == "rmsnorm") continue;  // rmsnorm.cpp does not check its parameters yet
     p = op->default_problem();
     p.params["casual"] = 0;
     EXPECT_EQ(validation_error(name, p), ErrorKind::Usage);
