@@ -23,13 +23,7 @@ extern "C" {
 #define AK_MAX_OUTPUTS 4
 #define AK_MAX_SCALARS 8
 
-typedef enum ak_dtype {
-  AK_F32 = 0,
-  AK_F16 = 1,
-  AK_BF16 = 2,
-  AK_I32 = 3,
-  AK_I64 = 4
-} ak_dtype;
+typedef enum ak_dtype { AK_F32 = 0, AK_F16 = 1, AK_BF16 = 2, AK_I32 = 3, AK_I64 = 4 } ak_dtype;
 
 /* A strided view. Strides are in elements, not bytes; a contiguous row-major tensor of shape
  * (a, b) has strides (b, 1). */

@@ -23,6 +23,7 @@
 // @tune ROWS_PER_BLOCK: 1, 2, 4
 // @tune REGISTER_VECS: 1, 2, 4, 8
 // @require THREADS / ROWS_PER_BLOCK >= 32
+// @require ROWS_PER_BLOCK == 1 || N <= 2048
 #include "autokernel/cuda_kernel.cuh"
 
 #ifndef THREADS

@@ -19,7 +19,7 @@
 #include "autokernel/host_kernel.h"
 
 #ifndef BLOCK_Q
-#define BLOCK_Q 4
+#define BLOCK_Q 16
 #endif
 #ifndef BLOCK_KV
 #define BLOCK_KV 64

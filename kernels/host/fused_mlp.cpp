@@ -19,10 +19,10 @@
 #include "autokernel/host_kernel.h"
 
 #ifndef BLOCK_M
-#define BLOCK_M 8
+#define BLOCK_M 32
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 16
+#define BLOCK_N 64
 #endif
 #ifndef VEC
 #define VEC 8

@@ -10,37 +10,38 @@
 namespace ak::cli {
 
 Command bench_command() {
-  return {"bench", "check a kernel through every correctness stage and time it (one experiment)",
-          [](CLI::App& app) -> Run {
-            auto options = std::make_shared<TargetOptions>();
-            options->add_to(app);
-            return [options] {
-              Target target = resolve_target(*options);
-              const ExperimentRequest& req = target.evaluate.request;
-              if (!options->json)
-                std::cout << req.op << "  " << options->file << "  " << to_string(req.backend) << " ("
-                          << target.device_name << ")  " << req.problem.to_string() << " " << to_string(req.dtype)
-                          << "\n";
-              const ExperimentResult result =
-                  evaluate_candidate({target.source, {}}, target.evaluate, stderr_progress(!options->json));
-              if (!options->json && isatty(2)) std::cerr << "\n";
-              append_result(options->results, {"bench", options->file, "", target.device_name, &req, &result});
-              if (options->json) {
-                nlohmann::json j = result;
-                j["op"] = req.op;
-                j["kernel"] = options->file;
-                j["backend"] = to_string(req.backend);
-                j["device"] = target.device_name;
-                j["problem"] = req.problem.to_string();
-                j["dtype"] = to_string(req.dtype);
-                j["ceilings"] = req.ceilings;
-                std::cout << j.dump(2) << "\n";
-              } else {
-                print_result(std::cout, result);
-              }
-              return result.passed() ? 0 : 1;
-            };
-          }};
+  return {
+      "bench", "check a kernel through every correctness stage and time it (one experiment)",
+      [](CLI::App& app) -> Run {
+        auto options = std::make_shared<TargetOptions>();
+        options->add_to(app);
+        return [options] {
+          Target target = resolve_target(*options);
+          const ExperimentRequest& req = target.evaluate.request;
+          if (!options->json)
+            std::cout << req.op << "  " << options->file << "  " << to_string(req.backend) << " ("
+                      << target.device_name << ")  " << req.problem.to_string() << " " << to_string(req.dtype)
+                      << "\n";
+          const ExperimentResult result =
+              evaluate_candidate({target.source, {}}, target.evaluate, stderr_progress(!options->json));
+          if (!options->json && isatty(2)) std::cerr << "\n";
+          append_result(options->results, {"bench", options->file, "", target.device_name, &req, &result});
+          if (options->json) {
+            nlohmann::json j = result;
+            j["op"] = req.op;
+            j["kernel"] = options->file;
+            j["backend"] = to_string(req.backend);
+            j["device"] = target.device_name;
+            j["problem"] = req.problem.to_string();
+            j["dtype"] = to_string(req.dtype);
+            j["ceilings"] = req.ceilings;
+            std::cout << j.dump(2) << "\n";
+          } else {
+            print_result(std::cout, result);
+          }
+          return result.passed() ? 0 : 1;
+        };
+      }};
 }
 
 }  // namespace ak::cli

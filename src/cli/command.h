@@ -2,11 +2,10 @@
 // its options to its CLI11 subcommand and returns the function main() runs when it is chosen.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace ak::cli {
 

@@ -63,14 +63,17 @@ Command device_command() {
               };
               std::cout << d.name << " (" << to_string(d.backend) << ")\n";
               row("architecture", d.arch);
-              row(d.backend == Backend::Cuda ? "multiprocessors" : "hardware threads", std::to_string(d.multiprocessors));
+              row(d.backend == Backend::Cuda ? "multiprocessors" : "hardware threads",
+                  std::to_string(d.multiprocessors));
               row("memory", gib(d.memory_bytes));
               row(d.backend == Backend::Cuda ? "L2 cache" : "last-level cache", mib(d.l2_bytes));
-              if (d.shared_memory_per_block) row("shared memory/block", std::to_string(d.shared_memory_per_block / 1024) + " KiB");
+              if (d.shared_memory_per_block)
+                row("shared memory/block", std::to_string(d.shared_memory_per_block / 1024) + " KiB");
               row("driver", d.driver);
               std::ostringstream copy, matrix;
               copy << std::fixed << std::setprecision(0) << c.copy_gbps << " GB/s (read + write)";
-              matrix << std::fixed << std::setprecision(1) << c.matrix_tflops << " TFLOP/s (" << c.matrix_how << ")";
+              matrix << std::fixed << std::setprecision(1) << c.matrix_tflops << " TFLOP/s (" << c.matrix_how
+                     << ")";
               row("copy bandwidth", copy.str());
               row("matrix rate", c.matrix_tflops > 0 ? matrix.str() : c.matrix_how);
               row("measured", c.measured_at + (cached ? " (cached; --remeasure to measure again)" : ""));

@@ -10,8 +10,9 @@ int main(int argc, char** argv) {
   // Kernels load when their module loads, not at their first launch: a first launch behind a
   // held stream must not wait on module loading (lazy loading can stall behind a running kernel).
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  CLI::App app{"autokernel: finds the kernels that matter, makes faster ones, proves them correct, and times them "
-               "honestly.\nEvery command takes --help; errors are one line with a non-zero exit."};
+  CLI::App app{
+      "autokernel: finds the kernels that matter, makes faster ones, proves them correct, and times them "
+      "honestly.\nEvery command takes --help; errors are one line with a non-zero exit."};
   app.set_version_flag("--version", std::string(AK_VERSION));
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, ak::cli::Run>> runs;

@@ -13,8 +13,8 @@ std::string summary_line(const ExperimentResult& r) {
     return out.str();
   }
   out << "PASS  " << std::setprecision(2) << r.timing.median_us << " us  +-" << std::setprecision(2)
-      << r.timing.noise * 100 << "% (n=" << r.timing.samples << ")  " << std::setprecision(0) << r.gbps << " GB/s  "
-      << std::setprecision(2) << r.tflops << " TFLOP/s";
+      << r.timing.noise * 100 << "% (n=" << r.timing.samples << ")  " << std::setprecision(0) << r.gbps
+      << " GB/s  " << std::setprecision(2) << r.tflops << " TFLOP/s";
   if (r.roofline > 0) out << "  " << std::setprecision(1) << r.roofline * 100 << "% of roofline";
   return out.str();
 }

@@ -13,18 +13,22 @@ namespace ak::cli {
 void TargetOptions::add_to(CLI::App& app) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag overrides
   app.add_option("file", file, "kernel source (.cu for cuda, .cpp for host)")->required();
-  app.add_option("--op", op, "operator the kernel implements (matmul, softmax, layernorm, rmsnorm, "
-                             "flash_attention, fused_mlp, cross_entropy, rotary_embedding, reduce)")
+  app.add_option("--op", op,
+                 "operator the kernel implements (matmul, softmax, layernorm, rmsnorm, "
+                 "flash_attention, fused_mlp, cross_entropy, rotary_embedding, reduce)")
       ->required();
   app.add_option("--backend", backend, "cuda, host, or auto (from the file's extension)")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
   app.add_option("--dtype", dtype, "dtype of the timed problem: fp16, bf16 or fp32");
-  app.add_option("--shape", shape, "timed problem, e.g. 8192x8192 or 4x32x4096x128:causal=0 (default: the op's standard)");
+  app.add_option("--shape", shape,
+                 "timed problem, e.g. 8192x8192 or 4x32x4096x128:causal=0 (default: the op's standard)");
   app.add_flag("--quick", quick, "smoke test and the timed problem only, then time");
   app.add_flag("--json", json, "print one JSON document instead of the table");
   app.add_option("--seed", seed, "seed of the input sets");
-  app.add_option("--timeout", timeout_s, "seconds before an experiment counts as hung (TIMEOUT)")->check(CLI::PositiveNumber);
-  app.add_option("--max-time", max_time_s, "seconds of timing samples at most per experiment")->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout_s, "seconds before an experiment counts as hung (TIMEOUT)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-time", max_time_s, "seconds of timing samples at most per experiment")
+      ->check(CLI::PositiveNumber);
   app.add_option("--results", results, "results table to append to");
   app.add_option("--arch", arch, "CUDA architecture to build for (default: the device's own, e.g. sm_90a)");
 }
@@ -33,7 +37,8 @@ Target resolve_target(const TargetOptions& o) {
   Target t;
   t.op = &find_op(o.op);
   t.source = o.file;
-  if (!std::filesystem::is_regular_file(t.source)) throw Error(ErrorKind::Usage, "kernel file not found: " + o.file);
+  if (!std::filesystem::is_regular_file(t.source))
+    throw Error(ErrorKind::Usage, "kernel file not found: " + o.file);
   Backend backend = o.backend == "auto" ? (t.source.extension() == ".cu" ? Backend::Cuda : Backend::Host)
                                         : parse_backend(o.backend);
   const DType dtype = parse_dtype(o.dtype);

@@ -2,11 +2,10 @@
 // resolution into a device, an op, a problem and evaluation settings, with one-line errors.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "core/op.h"
 #include "harness/evaluate.h"

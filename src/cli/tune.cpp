@@ -53,24 +53,30 @@ const Finished* best_of(const std::vector<Finished>& done) {
 int run_tune(const TuneOptions& o) {
   Target target = resolve_target(o.target);
   const TuneSpace space = parse_tune_space(read_text_file(target.source));
-  const auto feasible = feasible_configs(space, problem_symbols(*target.op, target.evaluate.request.problem), kMaxTuneConfigs);
-  if (feasible.empty()) throw Error(ErrorKind::Usage, "no configuration of " + o.target.file + " satisfies its @require lines for this problem");
+  const auto feasible =
+      feasible_configs(space, problem_symbols(*target.op, target.evaluate.request.problem), kMaxTuneConfigs);
+  if (feasible.empty())
+    throw Error(ErrorKind::Usage,
+                "no configuration of " + o.target.file + " satisfies its @require lines for this problem");
   const Budget budget = parse_budget(o.budget, feasible.size());
   auto strategy = make_strategy(o.strategy, feasible, o.target.seed);
   const size_t total = std::min(feasible.size(), budget.experiments);
   const int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!o.target.json)
     std::cout << "tuning " << o.target.file << " (" << target.evaluate.request.op << ", "
-              << target.evaluate.request.problem.to_string() << " " << to_string(target.evaluate.request.dtype)
-              << ") on " << target.device_name << ": " << feasible.size() << " feasible of " << space.size()
-              << " configurations, strategy " << o.strategy << ", up to " << total << " experiments\n";
+              << target.evaluate.request.problem.to_string() << " "
+              << to_string(target.evaluate.request.dtype) << ") on " << target.device_name << ": "
+              << feasible.size() << " feasible of " << space.size() << " configurations, strategy "
+              << o.strategy << ", up to " << total << " experiments\n";
 
   // Pending trials join the history as not-ok until they finish, so no strategy proposes them twice.
   std::vector<Trial> history;
   std::vector<Finished> done;
   std::deque<std::pair<Config, std::future<BuiltCandidate>>> pipeline;
   const auto start = std::chrono::steady_clock::now();
-  auto over_budget = [&] { return done.size() >= total || std::chrono::steady_clock::now() - start >= budget.duration; };
+  auto over_budget = [&] {
+    return done.size() >= total || std::chrono::steady_clock::now() - start >= budget.duration;
+  };
   auto refill = [&] {
     while (static_cast<int>(pipeline.size()) < jobs && done.size() + pipeline.size() < total) {
       auto next = strategy->next(history);
@@ -78,8 +84,8 @@ int run_tune(const TuneOptions& o) {
       history.push_back({*next, false, 0});
       Candidate candidate{target.source, *next};
       pipeline.emplace_back(*next, std::async(std::launch::async, [candidate, &target] {
-                              return build_candidate(candidate, target.evaluate);
-                            }));
+        return build_candidate(candidate, target.evaluate);
+      }));
     }
   };
   refill();
@@ -100,10 +106,12 @@ int run_tune(const TuneOptions& o) {
 
   const Finished* best = best_of(done);
   const Finished& first = done.front();
-  const double gain = best && first.result.passed() ? first.result.timing.median_us / best->result.timing.median_us : 0;
+  const double gain =
+      best && first.result.passed() ? first.result.timing.median_us / best->result.timing.median_us : 0;
   if (o.target.json) {
-    nlohmann::json j = {{"op", target.evaluate.request.op}, {"kernel", o.target.file}, {"device", target.device_name},
-                        {"strategy", o.strategy}, {"feasible", feasible.size()}, {"experiments", done.size()}};
+    nlohmann::json j = {{"op", target.evaluate.request.op}, {"kernel", o.target.file},
+                        {"device", target.device_name},     {"strategy", o.strategy},
+                        {"feasible", feasible.size()},      {"experiments", done.size()}};
     j["trials"] = nlohmann::json::array();
     for (const auto& f : done) j["trials"].push_back(to_json_row(f));
     j["best"] = best ? to_json_row(*best) : nlohmann::json(nullptr);
@@ -112,8 +120,10 @@ int run_tune(const TuneOptions& o) {
   } else if (best) {
     std::cout << "\nbest: " << (best->config.empty() ? "(defaults)" : to_string(best->config)) << "\n  "
               << summary_line(best->result) << "\n";
-    if (gain > 0) std::cout << "  " << std::fixed << std::setprecision(2) << gain << "x faster than the first configuration ("
-                            << to_string(first.config) << ", " << first.result.timing.median_us << " us)\n";
+    if (gain > 0)
+      std::cout << "  " << std::fixed << std::setprecision(2) << gain
+                << "x faster than the first configuration (" << to_string(first.config) << ", "
+                << first.result.timing.median_us << " us)\n";
   } else {
     std::cout << "\nno configuration passed the harness\n";
   }
@@ -123,12 +133,12 @@ int run_tune(const TuneOptions& o) {
 }  // namespace
 
 Command tune_command() {
-  return {"tune", "search a kernel's @tune space and print the best configuration",
-          [](CLI::App& app) -> Run {
+  return {"tune", "search a kernel's @tune space and print the best configuration", [](CLI::App& app) -> Run {
             auto o = std::make_shared<TuneOptions>();
             o->target.add_to(app);
             app.add_option("--strategy", o->strategy, "exhaustive or random");
-            app.add_option("--budget", o->budget, "experiments (e.g. 20) or time (e.g. 90s, 10m, 1h); default: the whole space");
+            app.add_option("--budget", o->budget,
+                           "experiments (e.g. 20) or time (e.g. 90s, 10m, 1h); default: the whole space");
             app.add_option("--jobs", o->jobs, "parallel compiles (default: hardware threads)");
             return [o] { return run_tune(*o); };
           }};

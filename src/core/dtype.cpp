@@ -37,11 +37,12 @@ DType parse_dtype(std::string_view text) {
   if (text == "fp32" || text == "float32" || text == "f32") return DType::F32;
   if (text == "fp16" || text == "float16" || text == "f16" || text == "half") return DType::F16;
   if (text == "bf16" || text == "bfloat16") return DType::BF16;
-  throw Error(ErrorKind::Usage,
-              "unknown dtype '" + std::string(text) + "' (expected fp16, bf16 or fp32)");
+  throw Error(ErrorKind::Usage, "unknown dtype '" + std::string(text) + "' (expected fp16, bf16 or fp32)");
 }
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 namespace {
 
@@ -54,9 +55,12 @@ uint16_t round_double_bits(double v, int mantissa_bits, int exponent_bias, int m
   const int total_bits = 1 + (exponent_bias == 15 ? 5 : 8) + mantissa_bits;
   const uint16_t sign = static_cast<uint16_t>((x >> 63) << (total_bits - 1));
   const uint64_t abs = x & 0x7fffffffffffffffull;
-  const uint16_t infinity = static_cast<uint16_t>(((1u << (total_bits - 1 - mantissa_bits)) - 1) << mantissa_bits);
-  if (abs > 0x7ff0000000000000ull) return sign | infinity | static_cast<uint16_t>(1u << (mantissa_bits - 1));  // NaN
-  if (std::fabs(v) < std::ldexp(1.0, min_exponent)) {  // subnormal: a multiple of 2^(min_exponent - mantissa_bits)
+  const uint16_t infinity =
+      static_cast<uint16_t>(((1u << (total_bits - 1 - mantissa_bits)) - 1) << mantissa_bits);
+  if (abs > 0x7ff0000000000000ull)
+    return sign | infinity | static_cast<uint16_t>(1u << (mantissa_bits - 1));  // NaN
+  if (std::fabs(v) <
+      std::ldexp(1.0, min_exponent)) {  // subnormal: a multiple of 2^(min_exponent - mantissa_bits)
     const double units = std::nearbyint(std::ldexp(std::fabs(v), mantissa_bits - min_exponent));
     return sign | static_cast<uint16_t>(units);  // 2^mantissa_bits units carry into the smallest normal
   }
@@ -94,11 +98,17 @@ const std::array<double, 65536>& half_values() {
 
 }  // namespace
 
-uint16_t double_to_half_bits(double v) { return round_double_bits(v, 10, 15, -14); }
+uint16_t double_to_half_bits(double v) {
+  return round_double_bits(v, 10, 15, -14);
+}
 
-double half_bits_to_double(uint16_t bits) { return half_values()[bits]; }
+double half_bits_to_double(uint16_t bits) {
+  return half_values()[bits];
+}
 
-uint16_t double_to_bf16_bits(double v) { return round_double_bits(v, 7, 127, -126); }
+uint16_t double_to_bf16_bits(double v) {
+  return round_double_bits(v, 7, 127, -126);
+}
 
 double bf16_bits_to_double(uint16_t bits) {
   return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits) << 16));

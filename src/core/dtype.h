@@ -12,13 +12,7 @@
 
 namespace ak {
 
-enum class DType : int32_t {
-  F32 = AK_F32,
-  F16 = AK_F16,
-  BF16 = AK_BF16,
-  I32 = AK_I32,
-  I64 = AK_I64
-};
+enum class DType : int32_t { F32 = AK_F32, F16 = AK_F16, BF16 = AK_BF16, I32 = AK_I32, I64 = AK_I64 };
 
 size_t size_of(DType t);
 std::string_view to_string(DType t);

@@ -17,6 +17,8 @@ std::string_view to_string(ErrorKind kind) {
   return "unknown";
 }
 
-int exit_code_for(ErrorKind kind) { return kind == ErrorKind::Usage ? 2 : 1; }
+int exit_code_for(ErrorKind kind) {
+  return kind == ErrorKind::Usage ? 2 : 1;
+}
 
 }  // namespace ak

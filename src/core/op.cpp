@@ -10,6 +10,8 @@ Tolerance default_tolerance(DType dtype) {
   }
 }
 
-Tolerance Op::tolerance(DType dtype) const { return default_tolerance(dtype); }
+Tolerance Op::tolerance(DType dtype) const {
+  return default_tolerance(dtype);
+}
 
 }  // namespace ak

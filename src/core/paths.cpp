@@ -60,11 +60,14 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(ErrorKind::Io, "cannot write " + tmp.string() + ": " + std::strerror(errno));
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out.flush()) throw Error(ErrorKind::Io, "cannot write " + tmp.string() + ": " + std::strerror(errno));
+    if (!out.flush())
+      throw Error(ErrorKind::Io, "cannot write " + tmp.string() + ": " + std::strerror(errno));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) throw Error(ErrorKind::Io, "cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+  if (ec)
+    throw Error(ErrorKind::Io,
+                "cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
 }
 
 std::string content_hash(std::initializer_list<std::string_view> pieces) {

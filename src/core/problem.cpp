@@ -48,8 +48,9 @@ T parse_number(std::string_view part, std::string_view whole) {
   T value{};
   auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
   if (part.empty() || ec != std::errc() || ptr != part.data() + part.size())
-    throw Error(ErrorKind::Usage, "bad shape '" + std::string(whole) + "': '" + std::string(part) +
-                                      "' is not a number (expected e.g. 8192x8192 or 4x32x4096x128:causal=0)");
+    throw Error(ErrorKind::Usage,
+                "bad shape '" + std::string(whole) + "': '" + std::string(part) +
+                    "' is not a number (expected e.g. 8192x8192 or 4x32x4096x128:causal=0)");
   return value;
 }
 
@@ -60,15 +61,18 @@ Problem parse_problem(std::string_view text) {
   const size_t colon = text.find(':');
   for (std::string_view part : split(text.substr(0, colon), 'x')) {
     const auto dim = parse_number<int64_t>(part, text);
-    if (dim <= 0) throw Error(ErrorKind::Usage, "bad shape '" + std::string(text) + "': dimensions must be positive");
+    if (dim <= 0)
+      throw Error(ErrorKind::Usage, "bad shape '" + std::string(text) + "': dimensions must be positive");
     problem.dims.push_back(dim);
   }
   if (colon != std::string_view::npos) {
     for (std::string_view assignment : split(text.substr(colon + 1), ',')) {
       const size_t eq = assignment.find('=');
       if (eq == std::string_view::npos || eq == 0)
-        throw Error(ErrorKind::Usage, "bad shape parameter '" + std::string(assignment) + "' (expected name=value)");
-      problem.params[std::string(assignment.substr(0, eq))] = parse_number<double>(assignment.substr(eq + 1), text);
+        throw Error(ErrorKind::Usage,
+                    "bad shape parameter '" + std::string(assignment) + "' (expected name=value)");
+      problem.params[std::string(assignment.substr(0, eq))] =
+          parse_number<double>(assignment.substr(eq + 1), text);
     }
   }
   return problem;

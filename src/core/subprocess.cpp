@@ -21,7 +21,8 @@ namespace {
 class Pipe {
  public:
   Pipe() {
-    if (pipe2(fds_, O_CLOEXEC) != 0) throw Error(ErrorKind::Io, std::string("pipe2: ") + std::strerror(errno));
+    if (pipe2(fds_, O_CLOEXEC) != 0)
+      throw Error(ErrorKind::Io, std::string("pipe2: ") + std::strerror(errno));
   }
   ~Pipe() {
     close_read();
@@ -141,7 +142,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   const auto deadline = start + options.timeout;
   char buffer[8192];
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       break;

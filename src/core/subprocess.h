@@ -13,9 +13,9 @@ namespace ak {
 
 struct ProcessOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-  std::filesystem::path cwd;                              // empty: inherit
-  std::function<void(std::string_view line)> on_line;     // each output line as it arrives
-  size_t max_output = 1 << 20;                            // bytes of output kept
+  std::filesystem::path cwd;                           // empty: inherit
+  std::function<void(std::string_view line)> on_line;  // each output line as it arrives
+  size_t max_output = 1 << 20;                         // bytes of output kept
 };
 
 struct ProcessResult {
@@ -26,7 +26,7 @@ struct ProcessResult {
   double seconds = 0;
 
   bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
-  std::string describe() const;  // "exit 1", "killed by SIGSEGV", "timed out after 5.0 s"
+  std::string describe() const;          // "exit 1", "killed by SIGSEGV", "timed out after 5.0 s"
   std::string tail(size_t lines) const;  // the last non-empty output lines, joined by " | "
 };
 

@@ -30,7 +30,8 @@ std::string launch_confined(const CheckContext& ctx, const KernelArgs& args) {
     std::string violation;
     for (size_t i = 0; i < args.outputs.size() && violation.empty(); ++i)
       if (args.outputs[i]->download() != before[i])
-        violation = args.outputs[i]->spec().name + " changed before the given stream ran: work outside call->stream";
+        violation =
+            args.outputs[i]->spec().name + " changed before the given stream ran: work outside call->stream";
     rt.release_stream();
     rt.synchronize();
     return violation;
@@ -40,20 +41,22 @@ std::string launch_confined(const CheckContext& ctx, const KernelArgs& args) {
   std::this_thread::sleep_for(20ms);
   for (size_t i = 0; i < args.outputs.size(); ++i)
     if (args.outputs[i]->download() != before[i])
-      return args.outputs[i]->spec().name + " changed after ak_launch returned: work left running in the background";
+      return args.outputs[i]->spec().name +
+             " changed after ak_launch returned: work left running in the background";
   return "";
 }
 
 std::string describe_case(const CaseSpec& spec, int input_set) {
-  return spec.problem.to_string() + " " + std::string(to_string(spec.dtype)) + " " + spec.input_case + " set " +
-         std::to_string(input_set);
+  return spec.problem.to_string() + " " + std::string(to_string(spec.dtype)) + " " + spec.input_case +
+         " set " + std::to_string(input_set);
 }
 
 }  // namespace
 
 KernelArgs::KernelArgs(Runtime& runtime, const Signature& signature) : scalars(signature.scalars) {
   for (const auto& spec : signature.inputs) inputs.push_back(std::make_unique<GuardedTensor>(runtime, spec));
-  for (const auto& spec : signature.outputs) outputs.push_back(std::make_unique<GuardedTensor>(runtime, spec));
+  for (const auto& spec : signature.outputs)
+    outputs.push_back(std::make_unique<GuardedTensor>(runtime, spec));
 }
 
 ak_call KernelArgs::make_call(void* stream) const {
@@ -62,7 +65,8 @@ ak_call KernelArgs::make_call(void* stream) const {
   call.n_inputs = static_cast<int32_t>(inputs.size());
   call.n_outputs = static_cast<int32_t>(outputs.size());
   call.n_scalars = static_cast<int32_t>(scalars.size());
-  for (size_t i = 0; i < inputs.size(); ++i) call.inputs[i] = make_abi_tensor(inputs[i]->spec(), inputs[i]->data());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    call.inputs[i] = make_abi_tensor(inputs[i]->spec(), inputs[i]->data());
   for (size_t i = 0; i < outputs.size(); ++i)
     call.outputs[i] = make_abi_tensor(outputs[i]->spec(), outputs[i]->data());
   for (size_t i = 0; i < scalars.size(); ++i) call.scalars[i] = scalars[i];
@@ -75,7 +79,9 @@ void launch_kernel(const CheckContext& ctx, const KernelArgs& args) {
   const int rc = ctx.launch(&call);
   if (rc != AK_OK)
     throw Error(ErrorKind::Launch, "ak_launch returned " + std::to_string(rc) +
-                                       (rc == AK_ERR_UNSUPPORTED ? " (unsupported)" : rc == AK_ERR_LAUNCH ? " (launch failed)" : ""));
+                                       (rc == AK_ERR_UNSUPPORTED ? " (unsupported)"
+                                        : rc == AK_ERR_LAUNCH    ? " (launch failed)"
+                                                                 : ""));
 }
 
 void load_case(KernelArgs& args, const PreparedCase& prepared) {
@@ -99,8 +105,8 @@ CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const 
   // The problem's dtype (every op's first input) sets the tolerance, also for fp32 outputs.
   const Tolerance tol = ctx.op.tolerance(args.inputs.front()->spec().dtype);
   for (size_t i = 0; i < args.outputs.size(); ++i) {
-    const Comparison c = compare_output(args.outputs[i]->spec(), args.outputs[i]->download(), prepared.reference[i],
-                                        tol, prepared.rows);
+    const Comparison c = compare_output(args.outputs[i]->spec(), args.outputs[i]->download(),
+                                        prepared.reference[i], tol, prepared.rows);
     outcome.worst_norm_error = std::max(outcome.worst_norm_error, c.norm_error / tol.norm_rtol);
     if (!c.ok) return fail(c.reason);
   }
@@ -112,7 +118,8 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
   std::unique_ptr<KernelArgs> args;
   // Two input sets through the same buffers: a kernel that remembers its last answer fails the second.
   for (int set = 0; set < 2; ++set) {
-    auto prepared = prepare_case(ctx.op, spec.problem, spec.dtype, spec.input_case, spec.seed + static_cast<uint64_t>(set));
+    auto prepared = prepare_case(ctx.op, spec.problem, spec.dtype, spec.input_case,
+                                 spec.seed + static_cast<uint64_t>(set));
     if (!args) args = std::make_unique<KernelArgs>(ctx.runtime, prepared->signature);
     load_case(*args, *prepared);
     if (set == 0) {
@@ -145,8 +152,10 @@ CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int 
       if (run == 0) {
         first.push_back(std::move(bytes));
       } else if (bytes != first[i]) {
-        return {false, args.outputs[i]->spec().name + " differs bitwise between run 1 and run " + std::to_string(run + 1) +
-                           " on the same inputs (" + describe_case(spec, 0) + ")", 0};
+        return {false,
+                args.outputs[i]->spec().name + " differs bitwise between run 1 and run " +
+                    std::to_string(run + 1) + " on the same inputs (" + describe_case(spec, 0) + ")",
+                0};
       }
     }
   }

@@ -46,7 +46,8 @@ ChunkScan scan_chunks(int64_t n, Scan&& scan) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<ChunkScan> parts(static_cast<size_t>(chunks));
   parallel_for(chunks, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) scan(c * kChunk, std::min(n, (c + 1) * kChunk), parts[static_cast<size_t>(c)]);
+    for (int64_t c = c0; c < c1; ++c)
+      scan(c * kChunk, std::min(n, (c + 1) * kChunk), parts[static_cast<size_t>(c)]);
   });
   ChunkScan all;
   for (const auto& p : parts) {
@@ -96,7 +97,9 @@ Comparison compare_output(const TensorSpec& spec, const std::vector<std::byte>& 
   // The compared elements: all, or the sampled rows (a row is everything but the last dim).
   const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
   const int64_t compared = rows.empty() ? spec.numel() : static_cast<int64_t>(rows.size()) * row_len;
-  auto element = [&](int64_t k) { return rows.empty() ? k : rows[static_cast<size_t>(k / row_len)] * row_len + k % row_len; };
+  auto element = [&](int64_t k) {
+    return rows.empty() ? k : rows[static_cast<size_t>(k / row_len)] * row_len + k % row_len;
+  };
 
   const ChunkScan sums = scan_chunks(compared, [&](int64_t b, int64_t e, ChunkScan& s) {
     for (int64_t k = b; k < e; ++k) {

@@ -12,8 +12,8 @@ namespace ak {
 
 struct Comparison {
   bool ok = true;
-  std::string reason;       // one line naming the first offending element
-  double norm_error = 0;    // ||out - ref|| / ||ref||
+  std::string reason;     // one line naming the first offending element
+  double norm_error = 0;  // ||out - ref|| / ||ref||
   double max_abs_error = 0;
 };
 

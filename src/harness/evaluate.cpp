@@ -23,18 +23,20 @@ BuiltCandidate build_candidate(const Candidate& candidate, const EvaluateOptions
       failure.reason = lint;
       return built;
     }
-    BuildResult build = build_module({candidate.source, candidate.defines, options.request.backend, options.arch,
-                                      options.compile_timeout});
+    BuildResult build = build_module({candidate.source, candidate.defines, options.request.backend,
+                                      options.arch, options.compile_timeout});
     built.build = std::move(build);
   } catch (const Error& e) {
-    failure.status = e.kind() == ErrorKind::Compile || e.kind() == ErrorKind::Timeout ? Status::CompileError : Status::Error;
+    failure.status = e.kind() == ErrorKind::Compile || e.kind() == ErrorKind::Timeout ? Status::CompileError
+                                                                                      : Status::Error;
     failure.stage = "compile";
     failure.reason = e.what();
   }
   return built;
 }
 
-ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOptions& options, const Progress& progress) {
+ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOptions& options,
+                               const Progress& progress) {
   if (!built.build) return built.failure;
   ExperimentRequest request = options.request;
   request.module = built.build->module;
@@ -44,7 +46,8 @@ ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOption
   return result;
 }
 
-ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options, const Progress& progress) {
+ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options,
+                                    const Progress& progress) {
   progress("compile");
   return run_candidate(build_candidate(candidate, options), options, progress);
 }

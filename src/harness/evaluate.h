@@ -31,8 +31,10 @@ struct BuiltCandidate {
 
 // Lints the source and compiles it. Never throws for the candidate's own faults.
 BuiltCandidate build_candidate(const Candidate& candidate, const EvaluateOptions& options);
-ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOptions& options, const Progress& progress);
-ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options, const Progress& progress);
+ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOptions& options,
+                               const Progress& progress);
+ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options,
+                                    const Progress& progress);
 
 // Lint findings as one error message, or "" when the source is clean.
 std::string lint_report(const std::filesystem::path& source);

@@ -1,7 +1,8 @@
 #include "harness/experiment.h"
 
-#include <atomic>
 #include <unistd.h>
+
+#include <atomic>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -20,10 +21,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // Times the primary problem, then checks that the timed runs themselves produced the right
 // answer into freshly poisoned outputs (a kernel cannot be right once and fast afterwards).
 void time_primary(const CheckContext& ctx, const ExperimentRequest& req, ExperimentResult& result) {
-  auto prepared = prepare_case(ctx.op, req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001);
+  auto prepared =
+      prepare_case(ctx.op, req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001);
   KernelArgs args(ctx.runtime, prepared->signature);
   load_case(args, *prepared);
-  result.timing = measure(ctx.runtime, [&] { launch_kernel(ctx, args); }, req.timing);
+  result.timing = measure(
+      ctx.runtime, [&] { launch_kernel(ctx, args); }, req.timing);
   ctx.runtime.synchronize();
   const CheckOutcome after = verify_case(ctx, args, *prepared);
   if (!after.ok) {
@@ -77,7 +80,8 @@ void from_json(const nlohmann::json& j, ExperimentRequest& r) {
   r.quick = j.at("quick");
   r.seed = j.at("seed");
   const auto& t = j.at("timing");
-  r.timing = {t.at("warmup"), t.at("min_samples"), t.at("max_samples"), t.at("max_seconds"), t.at("target_noise")};
+  r.timing = {t.at("warmup"), t.at("min_samples"), t.at("max_samples"), t.at("max_seconds"),
+              t.at("target_noise")};
   r.ceilings = j.at("ceilings").get<Ceilings>();
 }
 
@@ -114,7 +118,8 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
   return result;
 }
 
-ExperimentResult run_isolated(const ExperimentRequest& req, std::chrono::seconds timeout, const Progress& progress) {
+ExperimentResult run_isolated(const ExperimentRequest& req, std::chrono::seconds timeout,
+                              const Progress& progress) {
   static std::atomic<int> counter{0};
   const auto dir = cache_dir() / "runs";
   std::filesystem::create_directories(dir);
@@ -132,9 +137,9 @@ ExperimentResult run_isolated(const ExperimentRequest& req, std::chrono::seconds
       progress(stage);
     }
   };
-  const ProcessResult run = run_process(
-      {self_executable().string(), "worker", "--request", request_path.string(), "--result", result_path.string()},
-      options);
+  const ProcessResult run = run_process({self_executable().string(), "worker", "--request",
+                                         request_path.string(), "--result", result_path.string()},
+                                        options);
 
   ExperimentResult result;
   std::error_code ec;
@@ -143,7 +148,8 @@ ExperimentResult run_isolated(const ExperimentRequest& req, std::chrono::seconds
   } else {
     result.status = run.timed_out ? Status::Timeout : Status::Crash;
     result.stage = stage;
-    result.reason = (run.timed_out ? "no answer within " + std::to_string(timeout.count()) + " s, killed" : run.describe()) +
+    result.reason = (run.timed_out ? "no answer within " + std::to_string(timeout.count()) + " s, killed"
+                                   : run.describe()) +
                     " during " + stage;
     if (!run.timed_out && run.term_signal == 0) result.reason += ": " + run.tail(3);
     result.total_seconds = run.seconds;

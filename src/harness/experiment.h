@@ -6,9 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/problem.h"
 #include "harness/result.h"

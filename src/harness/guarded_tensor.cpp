@@ -8,12 +8,17 @@ GuardedTensor::GuardedTensor(Runtime& runtime, TensorSpec spec)
     : runtime_(runtime), spec_(std::move(spec)), buffer_(runtime.allocate(spec_.bytes() + 2 * kGuardBytes)) {
   std::vector<std::byte> guard(kGuardBytes, kGuardPattern);
   runtime_.upload(buffer_->data(), guard.data(), kGuardBytes);
-  runtime_.upload(static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), guard.data(), kGuardBytes);
+  runtime_.upload(static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), guard.data(),
+                  kGuardBytes);
 }
 
-void* GuardedTensor::data() const { return static_cast<std::byte*>(buffer_->data()) + kGuardBytes; }
+void* GuardedTensor::data() const {
+  return static_cast<std::byte*>(buffer_->data()) + kGuardBytes;
+}
 
-void GuardedTensor::upload(const std::vector<std::byte>& bytes) { runtime_.upload(data(), bytes.data(), spec_.bytes()); }
+void GuardedTensor::upload(const std::vector<std::byte>& bytes) {
+  runtime_.upload(data(), bytes.data(), spec_.bytes());
+}
 
 std::vector<std::byte> GuardedTensor::download() const {
   std::vector<std::byte> bytes(spec_.bytes());
@@ -21,15 +26,19 @@ std::vector<std::byte> GuardedTensor::download() const {
   return bytes;
 }
 
-void GuardedTensor::poison() { upload(std::vector<std::byte>(spec_.bytes(), kPoisonPattern)); }
+void GuardedTensor::poison() {
+  upload(std::vector<std::byte>(spec_.bytes(), kPoisonPattern));
+}
 
 std::string GuardedTensor::check_guards() const {
   std::vector<std::byte> before(kGuardBytes), after(kGuardBytes);
   runtime_.download(before.data(), buffer_->data(), kGuardBytes);
-  runtime_.download(after.data(), static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), kGuardBytes);
+  runtime_.download(after.data(), static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(),
+                    kGuardBytes);
   auto bad = [](std::byte b) { return b != kGuardPattern; };
   if (auto it = std::find_if(after.begin(), after.end(), bad); it != after.end())
-    return "wrote past the end of " + spec_.name + " (byte " + std::to_string(it - after.begin()) + " after it)";
+    return "wrote past the end of " + spec_.name + " (byte " + std::to_string(it - after.begin()) +
+           " after it)";
   if (auto it = std::find_if(before.rbegin(), before.rend(), bad); it != before.rend())
     return "wrote before the start of " + spec_.name + " (byte " + std::to_string(it - before.rbegin() + 1) +
            " before it)";

@@ -12,7 +12,7 @@
 
 namespace ak {
 
-inline constexpr size_t kGuardBytes = 4096;      // a multiple of 256 keeps the data aligned
+inline constexpr size_t kGuardBytes = 4096;  // a multiple of 256 keeps the data aligned
 inline constexpr std::byte kGuardPattern{0xA5};
 inline constexpr std::byte kPoisonPattern{0xFF};  // a NaN no arithmetic produces (all mantissa bits)
 

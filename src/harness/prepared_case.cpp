@@ -32,7 +32,8 @@ std::shared_ptr<const PreparedCase> build(const Op& op, const Problem& problem, 
   const Signature& sig = prepared->signature;
 
   std::vector<Values> inputs;
-  for (const auto& spec : sig.inputs) inputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()))});
+  for (const auto& spec : sig.inputs)
+    inputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()))});
   std::mt19937_64 rng(seed);
   op.generate(problem, input_case, rng, inputs);
   // The reference sees exactly what the kernel reads: the values after rounding to the dtype.

@@ -6,8 +6,8 @@ namespace ak {
 namespace {
 
 constexpr std::pair<Status, std::string_view> kStatusNames[] = {
-    {Status::Pass, "PASS"},       {Status::Fail, "FAIL"},       {Status::CompileError, "COMPILE_ERROR"},
-    {Status::LintError, "LINT"},  {Status::Timeout, "TIMEOUT"}, {Status::Crash, "CRASH"},
+    {Status::Pass, "PASS"},      {Status::Fail, "FAIL"},       {Status::CompileError, "COMPILE_ERROR"},
+    {Status::LintError, "LINT"}, {Status::Timeout, "TIMEOUT"}, {Status::Crash, "CRASH"},
     {Status::Error, "ERROR"}};
 
 }  // namespace
@@ -25,8 +25,11 @@ Status parse_status(std::string_view text) {
 }
 
 void to_json(nlohmann::json& j, const StageReport& r) {
-  j = {{"stage", r.stage}, {"checks", r.checks}, {"passed", r.passed},
-       {"worst_norm_error", r.worst_norm_error}, {"seconds", r.seconds}};
+  j = {{"stage", r.stage},
+       {"checks", r.checks},
+       {"passed", r.passed},
+       {"worst_norm_error", r.worst_norm_error},
+       {"seconds", r.seconds}};
 }
 void from_json(const nlohmann::json& j, StageReport& r) {
   r.stage = j.at("stage");
@@ -37,7 +40,7 @@ void from_json(const nlohmann::json& j, StageReport& r) {
 }
 
 void to_json(nlohmann::json& j, const TimingReport& r) {
-  j = {{"median_us", r.median_us}, {"noise", r.noise}, {"samples", r.samples},
+  j = {{"median_us", r.median_us}, {"noise", r.noise},   {"samples", r.samples},
        {"min_us", r.min_us},       {"max_us", r.max_us}, {"seconds", r.seconds}};
 }
 void from_json(const nlohmann::json& j, TimingReport& r) {

@@ -2,11 +2,10 @@
 // exception that escapes: the search records it and goes on.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ak {
 

@@ -58,9 +58,10 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
   std::ostringstream line;
   line << utc_timestamp() << '\t' << row.command << '\t' << q.op << '\t' << clean(row.kernel) << '\t'
        << clean(row.config) << '\t' << to_string(q.backend) << '\t' << clean(row.device) << '\t'
-       << to_string(q.dtype) << '\t' << q.problem.to_string() << '\t' << to_string(r.status) << '\t' << r.stage
-       << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t' << r.timing.noise << '\t'
-       << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t' << r.roofline << '\n';
+       << to_string(q.dtype) << '\t' << q.problem.to_string() << '\t' << to_string(r.status) << '\t'
+       << r.stage << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
+       << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
+       << r.roofline << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());

@@ -10,7 +10,8 @@ namespace ak {
 
 double relative_noise(const std::vector<double>& samples) {
   if (samples.size() < 2) return 0.0;
-  const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  const double mean =
+      std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
   double var = 0;
   for (double s : samples) var += (s - mean) * (s - mean);
   var /= static_cast<double>(samples.size() - 1);
@@ -22,7 +23,9 @@ TimingReport measure(Runtime& runtime, const std::function<void()>& launch, cons
   for (int i = 0; i < options.warmup; ++i) runtime.time_sample(launch);
 
   std::vector<double> samples;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   while (static_cast<int>(samples.size()) < options.max_samples) {
     samples.push_back(runtime.time_sample(launch));
     const bool enough = static_cast<int>(samples.size()) >= options.min_samples;

@@ -14,7 +14,9 @@ constexpr double kEps = 1e-6;
 class RmsNorm final : public Op {
  public:
   std::string_view name() const override { return "rmsnorm"; }
-  std::string_view summary() const override { return "root-mean-square norm over the last dim, scaled by weight"; }
+  std::string_view summary() const override {
+    return "root-mean-square norm over the last dim, scaled by weight";
+  }
   std::vector<std::string> dim_names() const override { return {"M", "N"}; }
 
   void validate(const Problem& p) const override {
@@ -31,11 +33,22 @@ class RmsNorm final : public Op {
 
   StageProblems stage_problems() const override {
     return {{{64, 256}, {}},
-            {{{1024, 1024}, {}}, {{512, 4096}, {}}, {{256, 8192}, {}}, {{128, 16384}, {}},
-             {{4096, 768}, {}}, {{2048, 2048}, {}}, {{300, 5120}, {}}, {{64, 11008}, {}}},
+            {{{1024, 1024}, {}},
+             {{512, 4096}, {}},
+             {{256, 8192}, {}},
+             {{128, 16384}, {}},
+             {{4096, 768}, {}},
+             {{2048, 2048}, {}},
+             {{300, 5120}, {}},
+             {{64, 11008}, {}}},
             {{{256, 4096}, {}}},
-            {{{1, 4096}, {}}, {{7, 1}, {}}, {{3, 17}, {}}, {{33, 1000}, {}}, {{5, 4095}, {}},
-             {{2, 65536}, {}}, {{129, 127}, {}}}};
+            {{{1, 4096}, {}},
+             {{7, 1}, {}},
+             {{3, 17}, {}},
+             {{33, 1000}, {}},
+             {{5, 4095}, {}},
+             {{2, 65536}, {}},
+             {{129, 127}, {}}}};
   }
 
   std::vector<std::string> stability_cases() const override { return {"large", "near_constant", "dominant"}; }
@@ -65,12 +78,15 @@ class RmsNorm final : public Op {
 
   double flops(const Problem& p) const override { return 4.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
-    return static_cast<double>(size_of(t)) * (2.0 * static_cast<double>(p.numel()) + static_cast<double>(p.dims[1]));
+    return static_cast<double>(size_of(t)) *
+           (2.0 * static_cast<double>(p.numel()) + static_cast<double>(p.dims[1]));
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Op> make_rmsnorm() { return std::make_unique<RmsNorm>(); }
+std::unique_ptr<Op> make_rmsnorm() {
+  return std::make_unique<RmsNorm>();
+}
 
 }  // namespace ak

@@ -10,14 +10,18 @@ namespace {
 
 std::filesystem::path cache_path(const DeviceInfo& device) {
   std::string id = device.id;
-  std::replace_if(id.begin(), id.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '-'; }, '_');
+  std::replace_if(
+      id.begin(), id.end(),
+      [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '-'; }, '_');
   return cache_dir() / "ceilings" / (id + ".json");
 }
 
 }  // namespace
 
 void to_json(nlohmann::json& j, const Ceilings& c) {
-  j = {{"copy_gbps", c.copy_gbps}, {"matrix_tflops", c.matrix_tflops}, {"matrix_how", c.matrix_how},
+  j = {{"copy_gbps", c.copy_gbps},
+       {"matrix_tflops", c.matrix_tflops},
+       {"matrix_how", c.matrix_how},
        {"measured_at", c.measured_at}};
 }
 

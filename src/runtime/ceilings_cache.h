@@ -2,9 +2,8 @@
 // percentage uses numbers measured on this very device.
 #pragma once
 
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "runtime/runtime.h"
 

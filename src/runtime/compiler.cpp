@@ -44,8 +44,9 @@ Toolchain toolchain(const BuildRequest& r) {
             {"-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-lineinfo",
              "--resource-usage", "-gencode=arch=" + compute + ",code=" + arch, include}};
   }
-  return {env_or("AK_HOST_CXX", "c++"),
-          {"-std=c++20", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-Werror=return-type", include}};
+  return {
+      env_or("AK_HOST_CXX", "c++"),
+      {"-std=c++20", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-Werror=return-type", include}};
 }
 
 // The compiler's version joins the cache key: a toolkit upgrade rebuilds everything.
@@ -95,7 +96,8 @@ std::string first_error_lines(const std::string& log, size_t max_lines) {
 }
 
 BuildResult build_module(const BuildRequest& r) {
-  if (!fs::is_regular_file(r.source)) throw Error(ErrorKind::Io, "kernel file not found: " + r.source.string());
+  if (!fs::is_regular_file(r.source))
+    throw Error(ErrorKind::Io, "kernel file not found: " + r.source.string());
   const std::string source = read_text_file(r.source);
   const std::string ext = r.source.extension().string();
   if (r.backend == Backend::Cuda && ext != ".cu")
@@ -106,7 +108,8 @@ BuildResult build_module(const BuildRequest& r) {
   const fs::path placeholder = "OUT";
   std::string command;
   for (const auto& a : compile_command(r, placeholder)) command += a + " ";
-  const std::string key = content_hash({source, command, compiler_version(toolchain(r).compiler), abi_headers()});
+  const std::string key =
+      content_hash({source, command, compiler_version(toolchain(r).compiler), abi_headers()});
   const fs::path dir = cache_dir() / "modules";
   fs::create_directories(dir);
   const fs::path module = dir / (key + ".so");
@@ -134,8 +137,8 @@ BuildResult build_module(const BuildRequest& r) {
   }
   if (!run.ok()) {
     fs::remove(tmp);
-    throw Error(ErrorKind::Compile, "compile error in " + r.source.filename().string() + " (" + run.describe() +
-                                        "):\n" + first_error_lines(run.output, 12));
+    throw Error(ErrorKind::Compile, "compile error in " + r.source.filename().string() + " (" +
+                                        run.describe() + "):\n" + first_error_lines(run.output, 12));
   }
   write_file_atomically(log_path, run.output);
   fs::rename(tmp, module);

@@ -16,8 +16,8 @@ KernelModule::KernelModule(const std::filesystem::path& path) {
   if (!launch_) {
     ::dlclose(handle_);
     handle_ = nullptr;
-    throw Error(ErrorKind::Validation,
-                "kernel module " + path.filename().string() + " does not export ak_launch (declare it extern \"C\")");
+    throw Error(ErrorKind::Validation, "kernel module " + path.filename().string() +
+                                           " does not export ak_launch (declare it extern \"C\")");
   }
 }
 

@@ -8,7 +8,9 @@
 
 namespace ak {
 
-std::string_view to_string(Backend b) { return b == Backend::Cuda ? "cuda" : "host"; }
+std::string_view to_string(Backend b) {
+  return b == Backend::Cuda ? "cuda" : "host";
+}
 
 Backend parse_backend(std::string_view text) {
   if (text == "cuda") return Backend::Cuda;
@@ -36,7 +38,8 @@ std::unique_ptr<Runtime> make_runtime(Backend backend) {
 #ifdef AK_WITH_CUDA
   return make_cuda_runtime();
 #else
-  throw Error(ErrorKind::Unsupported, "this autokernel was built without the CUDA backend (no CUDA toolkit at build time)");
+  throw Error(ErrorKind::Unsupported,
+              "this autokernel was built without the CUDA backend (no CUDA toolkit at build time)");
 #endif
 }
 

@@ -22,18 +22,18 @@ struct DeviceInfo {
   std::string arch;         // what kernels are built for: "sm_90a", or "native" on the host
   int multiprocessors = 0;  // SMs, or hardware threads on the host
   size_t memory_bytes = 0;
-  size_t l2_bytes = 0;      // last-level cache the timing flush must defeat
+  size_t l2_bytes = 0;  // last-level cache the timing flush must defeat
   size_t shared_memory_per_block = 0;
-  std::string driver;       // driver / runtime versions, or the compiler on the host
+  std::string driver;  // driver / runtime versions, or the compiler on the host
 };
 
 // The ceilings a roofline is drawn against, measured on this device by `autokernel device`:
 // never a datasheet number.
 struct Ceilings {
-  double copy_gbps = 0;        // device-to-device copy, bytes read + written per second / 1e9
-  double matrix_tflops = 0;    // dense matrix product on random data (0 when not measured)
-  std::string matrix_how;      // "cuBLAS fp16 8192^3", "OpenBLAS sgemm 2048^3", ...
-  std::string measured_at;     // ISO date-time
+  double copy_gbps = 0;      // device-to-device copy, bytes read + written per second / 1e9
+  double matrix_tflops = 0;  // dense matrix product on random data (0 when not measured)
+  std::string matrix_how;    // "cuBLAS fp16 8192^3", "OpenBLAS sgemm 2048^3", ...
+  std::string measured_at;   // ISO date-time
 };
 
 // A device allocation. The destructor frees it and never throws.

@@ -16,10 +16,12 @@ Budget parse_budget(std::string_view text, size_t candidates) {
   double value = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || value <= 0)
-    throw Error(ErrorKind::Usage, "bad budget '" + std::string(text) + "' (expected a count like 20 or a time like 90s, 10m, 1h)");
+    throw Error(ErrorKind::Usage, "bad budget '" + std::string(text) +
+                                      "' (expected a count like 20 or a time like 90s, 10m, 1h)");
   if (!has_unit) return {static_cast<size_t>(value), unlimited.duration};
   const double seconds = value * (unit == 'h' ? 3600 : unit == 'm' ? 60 : 1);
-  return {candidates, std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds))};
+  return {candidates, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(seconds))};
 }
 
 }  // namespace ak

@@ -16,8 +16,19 @@ class CudaHarness : public ::testing::Test {
   nlohmann::json bench(const std::string& file, const std::string& op, const std::string& shape,
                        std::vector<std::string> extra = {}) {
     const auto dir = scratch_dir("cuda-bench");
-    std::vector<std::string> args{"bench", file, "--op", op, "--shape", shape, "--json", "--max-time", "0.5",
-                                  "--timeout", "120", "--results", (dir / "results.tsv").string()};
+    std::vector<std::string> args{"bench",
+                                  file,
+                                  "--op",
+                                  op,
+                                  "--shape",
+                                  shape,
+                                  "--json",
+                                  "--max-time",
+                                  "0.5",
+                                  "--timeout",
+                                  "120",
+                                  "--results",
+                                  (dir / "results.tsv").string()};
     args.insert(args.end(), extra.begin(), extra.end());
     const ProcessResult run = run_cli(args, 600);
     auto j = json_of(run);

@@ -9,12 +9,24 @@
 
 namespace test_kernels {
 
-__device__ inline float load(const float* p, long i) { return p[i]; }
-__device__ inline float load(const __half* p, long i) { return __half2float(p[i]); }
-__device__ inline float load(const __nv_bfloat16* p, long i) { return __bfloat162float(p[i]); }
-__device__ inline void store(float* p, long i, float v) { p[i] = v; }
-__device__ inline void store(__half* p, long i, float v) { p[i] = __float2half(v); }
-__device__ inline void store(__nv_bfloat16* p, long i, float v) { p[i] = __float2bfloat16(v); }
+__device__ inline float load(const float* p, long i) {
+  return p[i];
+}
+__device__ inline float load(const __half* p, long i) {
+  return __half2float(p[i]);
+}
+__device__ inline float load(const __nv_bfloat16* p, long i) {
+  return __bfloat162float(p[i]);
+}
+__device__ inline void store(float* p, long i, float v) {
+  p[i] = v;
+}
+__device__ inline void store(__half* p, long i, float v) {
+  p[i] = __float2half(v);
+}
+__device__ inline void store(__nv_bfloat16* p, long i, float v) {
+  p[i] = __float2bfloat16(v);
+}
 
 // One block of 256 threads per row; a fixed-order tree reduction keeps it deterministic.
 template <typename T>
@@ -38,9 +50,18 @@ inline int launch_reduce(const ak_call* call, cudaStream_t stream, long offset) 
   const long rows = x.shape[0], cols = x.shape[1];
   void* y = call->outputs[0].data;
   switch (x.dtype) {
-    case AK_F32: reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const float*>(x.data), static_cast<float*>(y), cols, offset); break;
-    case AK_F16: reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const __half*>(x.data), static_cast<__half*>(y), cols, offset); break;
-    case AK_BF16: reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data), static_cast<__nv_bfloat16*>(y), cols, offset); break;
+    case AK_F32:
+      reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const float*>(x.data), static_cast<float*>(y), cols,
+                                            offset);
+      break;
+    case AK_F16:
+      reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const __half*>(x.data), static_cast<__half*>(y), cols,
+                                            offset);
+      break;
+    case AK_BF16:
+      reduce_rows<<<rows, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x.data),
+                                            static_cast<__nv_bfloat16*>(y), cols, offset);
+      break;
     default: return AK_ERR_UNSUPPORTED;
   }
   return cudaGetLastError() == cudaSuccess ? AK_OK : AK_ERR_LAUNCH;

@@ -4,20 +4,22 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/subprocess.h"
 
 namespace ak::test {
 
-inline std::string kernel(const std::string& name) { return std::string(AK_TEST_KERNELS) + "/" + name; }
+inline std::string kernel(const std::string& name) {
+  return std::string(AK_TEST_KERNELS) + "/" + name;
+}
 
 // A fresh directory per test process and name: ctest runs tests in parallel processes.
 inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("autokernel-test-" + name + "-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("autokernel-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

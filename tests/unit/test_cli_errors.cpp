@@ -12,7 +12,9 @@ struct BadInput {
   const char* message;
 };
 
-void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+void PrintTo(const BadInput& b, std::ostream* os) {
+  *os << b.name;
+}
 
 class CliErrors : public ::testing::TestWithParam<BadInput> {};
 
@@ -32,17 +34,26 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"missing_file", {"bench", "/nonexistent/k.cpp", "--op", "reduce"}, "kernel file not found"},
         BadInput{"unknown_op", {"bench", kernel("good_reduce.cpp"), "--op", "conv9d"}, "unknown op 'conv9d'"},
-        BadInput{"bad_shape", {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--shape", "12xfoo"}, "bad shape"},
-        BadInput{"wrong_rank", {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--shape", "8x8x8"}, "expected 2 dimensions"},
-        BadInput{"bad_dtype", {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--dtype", "fp8"}, "unknown dtype"},
-        BadInput{"bad_budget", {"tune", kernel("tunable_repeat.cpp"), "--op", "reduce", "--budget", "soon"}, "bad budget"}),
+        BadInput{"bad_shape",
+                 {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--shape", "12xfoo"},
+                 "bad shape"},
+        BadInput{"wrong_rank",
+                 {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--shape", "8x8x8"},
+                 "expected 2 dimensions"},
+        BadInput{"bad_dtype",
+                 {"bench", kernel("good_reduce.cpp"), "--op", "reduce", "--dtype", "fp8"},
+                 "unknown dtype"},
+        BadInput{"bad_budget",
+                 {"tune", kernel("tunable_repeat.cpp"), "--op", "reduce", "--budget", "soon"},
+                 "bad budget"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CliErrorsNoGpu, CudaBackendWithoutAGpuIsOneLine) {
   const ProcessResult probe = run_cli({"device", "--backend", "cuda", "--json"}, 60);
   if (probe.ok()) GTEST_SKIP() << "a GPU is present";
   EXPECT_NE(probe.exit_code, 0);
-  EXPECT_TRUE(probe.output.find("CUDA") != std::string::npos || probe.output.find("cuda") != std::string::npos)
+  EXPECT_TRUE(probe.output.find("CUDA") != std::string::npos ||
+              probe.output.find("cuda") != std::string::npos)
       << probe.output;
   EXPECT_LE(std::count(probe.output.begin(), probe.output.end(), '\n'), 1) << probe.output;
 }

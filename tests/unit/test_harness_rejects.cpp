@@ -19,11 +19,13 @@ struct Expectation {
   std::vector<std::string> extra_args;
 };
 
-nlohmann::json bench(const std::string& file, const std::vector<std::string>& extra, int* exit_code = nullptr) {
+nlohmann::json bench(const std::string& file, const std::vector<std::string>& extra,
+                     int* exit_code = nullptr) {
   const auto dir = scratch_dir("bench");
-  std::vector<std::string> args{"bench", kernel(file), "--op", "reduce", "--backend", "host", "--shape", "96x1000",
-                                "--json", "--timeout", "20", "--max-time", "0.2", "--results",
-                                (dir / "results.tsv").string()};
+  std::vector<std::string> args{
+      "bench", kernel(file), "--op",    "reduce",    "--backend",
+      "host",  "--shape",    "96x1000", "--json",    "--timeout",
+      "20",    "--max-time", "0.2",     "--results", (dir / "results.tsv").string()};
   args.insert(args.end(), extra.begin(), extra.end());
   const ProcessResult run = run_cli(args, 120);
   if (exit_code) *exit_code = run.exit_code;
@@ -32,7 +34,9 @@ nlohmann::json bench(const std::string& file, const std::vector<std::string>& ex
   return j;
 }
 
-void PrintTo(const Expectation& e, std::ostream* os) { *os << e.kernel; }
+void PrintTo(const Expectation& e, std::ostream* os) {
+  *os << e.kernel;
+}
 
 class Rejects : public ::testing::TestWithParam<Expectation> {};
 
@@ -88,8 +92,8 @@ TEST(Harness, AppendsOneRowPerExperimentToResults) {
   const auto dir = scratch_dir("results");
   const auto tsv = (dir / "results.tsv").string();
   for (const char* file : {"good_reduce.cpp", "wrong_values.cpp"})
-    run_cli({"bench", kernel(file), "--op", "reduce", "--shape", "32x100", "--quick", "--json", "--max-time", "0.1",
-             "--results", tsv});
+    run_cli({"bench", kernel(file), "--op", "reduce", "--shape", "32x100", "--quick", "--json", "--max-time",
+             "0.1", "--results", tsv});
   std::ifstream in(tsv);
   std::string header, first, second, extra;
   std::getline(in, header);

@@ -9,8 +9,9 @@ namespace {
 
 nlohmann::json tune(const std::string& file, std::vector<std::string> extra = {}) {
   const auto dir = scratch_dir("tune");
-  std::vector<std::string> args{"tune", kernel(file), "--op", "reduce", "--shape", "512x4096", "--quick",
-                                "--json", "--max-time", "0.3", "--results", (dir / "results.tsv").string()};
+  std::vector<std::string> args{"tune",       kernel(file), "--op",      "reduce",
+                                "--shape",    "512x4096",   "--quick",   "--json",
+                                "--max-time", "0.3",        "--results", (dir / "results.tsv").string()};
   args.insert(args.end(), extra.begin(), extra.end());
   const ProcessResult run = run_cli(args, 300);
   auto j = json_of(run);

@@ -67,7 +67,8 @@ class HostRuntime final : public Runtime {
     info_.id = "host-" + content_hash({info_.name}).substr(0, 12);
     info_.arch = "native";
     info_.multiprocessors = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    info_.memory_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    info_.memory_bytes =
+        static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
     info_.l2_bytes = last_level_cache_bytes();
     info_.driver = "host C++ compiler";
     flush_.resize(2 * info_.l2_bytes / sizeof(uint64_t), 1);
@@ -97,9 +98,12 @@ class HostRuntime final : public Runtime {
   // the next sample starts with cold caches.
   void flush_cache() {
     ++generation_;
-    parallel_for(static_cast<int64_t>(flush_.size()), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) flush_[i] += generation_;
-    }, 1 << 16);
+    parallel_for(
+        static_cast<int64_t>(flush_.size()),
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) flush_[i] += generation_;
+        },
+        1 << 16);
   }
 
   DeviceInfo info_;
@@ -109,6 +113,8 @@ class HostRuntime final : public Runtime {
 
 }  // namespace
 
-std::unique_ptr<Runtime> make_host_runtime() { return std::make_unique<HostRuntime>(); }
+std::unique_ptr<Runtime> make_host_runtime() {
+  return std::make_unique<HostRuntime>();
+}
 
 }  // namespace ak

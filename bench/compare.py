@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Side-by-side timing on a GPU machine: our kernels through the engine, PyTorch eager and
+torch.compile(mode="max-autotune-no-cudagraphs"), with one method for all three.
+
+The method is the engine's: before every sample the L2 is flushed by reading a buffer twice its
+size (a write flush would leave dirty lines whose write-back lands in the timed kernel), the
+stream is kept busy (torch.cuda._sleep) while the timed work is enqueued so launch latency stays
+out, events bracket the work, and the median is reported.
+
+    python3 bench/compare.py --ak build-gpu/autokernel [--ops rmsnorm,softmax] [--tune-budget 3m]
+                             [--record docs/benchmarks.md --commit abc1234]
+
+Prints one table; with --record appends it (device, date, commit, command) to the given file.
+"""
+import argparse
+import datetime
+import json
+import pathlib
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def rms_norm(x, w):
+    return F.rms_norm(x, (x.shape[-1],), w, 1e-6)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+
+def cross_entropy(logits, targets):
+    loss = F.cross_entropy(logits.float(), targets, reduction="none")
+    return loss, loss.mean()
+
+
+def rotary(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def fused_mlp(x, wg, wu, wd):
+    return (F.silu(x @ wg.t()) * (x @ wu.t())) @ wd.t()
+
+
+def make_inputs(op, dims, dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rnd = lambda *s: torch.randn(*s, device="cuda", dtype=dtype, generator=g)
+    if op in ("rmsnorm",):
+        return (rnd(*dims), rnd(dims[1]))
+    if op in ("layernorm",):
+        return (rnd(*dims), rnd(dims[1]), rnd(dims[1]))
+    if op in ("softmax", "reduce"):
+        return (rnd(*dims),)
+    if op == "cross_entropy":
+        m, v = dims
+        return (rnd(m, v), torch.randint(0, v, (m,), device="cuda", generator=g))
+    if op == "rotary_embedding":
+        b, h, s, d = dims
+        theta = 10000.0 ** (-torch.arange(0, d // 2, device="cuda", dtype=torch.float64) * 2 / d)
+        angles = torch.arange(s, device="cuda", dtype=torch.float64)[:, None] * theta[None, :]
+        cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
+        sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+        return (rnd(b, h, s, d), cos, sin)
+    if op == "matmul":
+        m, n, k = dims
+        return (rnd(m, k), rnd(k, n))
+    if op == "flash_attention":
+        b, h, s, d = dims
+        return (rnd(b, h, s, d), rnd(b, h, s, d), rnd(b, h, s, d))
+    if op == "fused_mlp":
+        m, d, f = dims
+        return (rnd(m, d) * 0.1, rnd(f, d) * 0.02, rnd(f, d) * 0.02, rnd(d, f) * 0.02)
+    raise ValueError(op)
+
+
+# op -> (PyTorch function, the standard problem, dtype)
+CASES = {
+    "rmsnorm": (rms_norm, "8192x8192", torch.float16),
+    "softmax": (lambda x: torch.softmax(x, -1), "8192x8192", torch.float16),
+    "layernorm": (layer_norm, "8192x8192", torch.float16),
+    "reduce": (lambda x: x.sum(-1), "16384x4096", torch.float16),
+    "cross_entropy": (cross_entropy, "8192x32768", torch.float16),
+    "rotary_embedding": (rotary, "4x32x4096x128", torch.float16),
+    "matmul": (torch.matmul, "4096x4096x4096", torch.float16),
+    "flash_attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                        "4x32x4096x128", torch.bfloat16),
+    "fused_mlp": (fused_mlp, "4096x4096x11008", torch.float16),
+}
+DTYPE_NAME = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+
+
+class Timer:
+    def __init__(self):
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.ones(2 * l2 // 4, device="cuda", dtype=torch.float32)
+        self.sink = torch.empty((), device="cuda", dtype=torch.float32)
+
+    def median_us(self, fn, args, samples=200, warmup=5):
+        for _ in range(warmup):
+            fn(*args)
+        start = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+        stop = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+        for i in range(samples):
+            torch.sum(self.flush, out=self.sink)   # read flush
+            torch.cuda._sleep(200_000)              # keep the stream busy while we enqueue
+            start[i].record()
+            fn(*args)
+            stop[i].record()
+        torch.cuda.synchronize()
+        times = sorted(a.elapsed_time(b) * 1e3 for a, b in zip(start, stop))
+        return times[len(times) // 2]
+
+
+def ours(ak, op, shape, dtype, budget):
+    kernel = ROOT / "kernels" / "cuda" / f"{op}.cu"
+    if not kernel.exists():
+        return None, "no CUDA kernel yet"
+    cmd = [ak, "tune", str(kernel), "--op", op, "--shape", shape, "--dtype", dtype, "--json"]
+    if budget:
+        cmd += ["--budget", budget]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        doc = json.loads(run.stdout[run.stdout.index("{"):])
+    except ValueError:
+        return None, (run.stdout + run.stderr).strip().splitlines()[-1][:200]
+    best = doc.get("best")
+    if not best:
+        first = doc["trials"][0] if doc.get("trials") else {}
+        return None, f"{first.get('status')} at {first.get('stage')}: {first.get('reason', '')[:160]}"
+    return best, best["config"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ak", default=str(ROOT / "build-gpu" / "autokernel"))
+    p.add_argument("--ops", default=",".join(CASES))
+    p.add_argument("--tune-budget", default="")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--record", help="append the table to this markdown file")
+    p.add_argument("--commit", default="unknown")
+    p.add_argument("--json-out", help="write the rows as JSON here")
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("compare.py: no CUDA GPU visible to PyTorch")
+
+    device = json.loads(subprocess.run([a.ak, "device", "--json"], capture_output=True, text=True, check=True).stdout)
+    copy_gbps, matrix_tflops = device["ceilings"]["copy_gbps"], device["ceilings"]["matrix_tflops"]
+    timer = Timer()
+    rows = []
+    for op in a.ops.split(","):
+        fn, shape, dtype = CASES[op]
+        dims = [int(v) for v in shape.split("x")]
+        args = make_inputs(op, dims, dtype)
+        print(f"[{op}] eager...", file=sys.stderr, flush=True)
+        eager = timer.median_us(fn, args)
+        compiled = None
+        if not a.no_compile:
+            print(f"[{op}] torch.compile...", file=sys.stderr, flush=True)
+            torch._dynamo.reset()
+            cfn = torch.compile(fn, mode="max-autotune-no-cudagraphs")
+            compiled = timer.median_us(cfn, args)
+        print(f"[{op}] ours (tune)...", file=sys.stderr, flush=True)
+        best, note = ours(a.ak, op, shape, DTYPE_NAME[dtype], a.tune_budget)
+        row = {"op": op, "shape": shape, "dtype": DTYPE_NAME[dtype], "eager_us": eager, "compile_us": compiled,
+               "ours_us": best["timing"]["median_us"] if best else None, "note": note}
+        if best:
+            row["gbps"], row["tflops"], row["roofline"] = best["gbps"], best["tflops"], best["roofline"]
+        rows.append(row)
+        del args
+        torch.cuda.empty_cache()
+
+    header = ("| op | shape | dtype | ours µs | GB/s | TFLOP/s | % of measured roofline | eager µs | compile µs "
+              "| eager/ours | compile/ours | best config / note |")
+    lines = [header, "|" + "---|" * 12]
+    for r in rows:
+        f = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"
+        ratio = lambda base: "–" if r["ours_us"] is None or base is None else f"{base / r['ours_us']:.2f}×"
+        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {f(r['ours_us'])} | {f(r.get('gbps'), 0)} | "
+                     f"{f(r.get('tflops'), 1)} | {f(100 * r['roofline'] if r.get('roofline') else None)} | "
+                     f"{f(r['eager_us'])} | {f(r['compile_us'])} | {ratio(r['eager_us'])} | "
+                     f"{ratio(r['compile_us'])} | {r['note']} |")
+    table = "\n".join(lines)
+    print(table)
+    if a.json_out:
+        pathlib.Path(a.json_out).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
+    if a.record:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        with open(a.record, "a") as out:
+            out.write(f"\n### compare.py — {stamp}, {device['name']}, commit {a.commit}\n\n"
+                      f"Command: `python3 bench/compare.py {' '.join(sys.argv[1:])}`. Ceilings measured on the "
+                      f"device: copy {copy_gbps:.0f} GB/s, matrix {matrix_tflops:.0f} TFLOP/s "
+                      f"({device['ceilings']['matrix_how']}).\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()

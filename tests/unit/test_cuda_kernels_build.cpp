@@ -1,0 +1,56 @@
+// Every CUDA kernel compiles for sm_90a (nvcc is on the CI machine, a GPU is not) through the
+// engine's own compiler, in its default configuration, with no local-memory spills and no stack
+// frame in its resource report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "harness/lint.h"
+#include "runtime/compiler.h"
+
+namespace ak {
+namespace {
+
+std::vector<std::filesystem::path> cuda_kernels() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(AK_SOURCE_DIR) + "/kernels/cuda"))
+    if (entry.path().extension() == ".cu") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Sum of every "N bytes <what>" figure in an nvcc --resource-usage report.
+long total_bytes(const std::string& log, const std::string& what) {
+  const std::regex pattern("([0-9]+) bytes " + what);
+  long total = 0;
+  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it)
+    total += std::stol((*it)[1]);
+  return total;
+}
+
+TEST(CudaKernels, CompileForSm90aWithoutSpills) {
+  const auto files = cuda_kernels();
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    EXPECT_TRUE(lint_kernel_source(read_text_file(file)).empty());
+    BuildResult build;
+    try {
+      build = build_module({file, {}, Backend::Cuda, "sm_90a", std::chrono::seconds(600)});
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unsupported) GTEST_SKIP() << e.what();  // no nvcc on this machine
+      FAIL() << e.what();
+    }
+    EXPECT_TRUE(std::filesystem::exists(build.module));
+    ASSERT_NE(build.log.find("registers"), std::string::npos) << build.log;  // the report is there
+    EXPECT_EQ(total_bytes(build.log, "spill stores"), 0) << build.log;
+    EXPECT_EQ(total_bytes(build.log, "spill loads"), 0) << build.log;
+    EXPECT_EQ(total_bytes(build.log, "stack frame"), 0) << build.log;
+  }
+}
+
+}  // namespace
+}  // namespace ak
