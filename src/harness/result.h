@@ -10,8 +10,7 @@
 namespace ak {
 
 enum class Status { Pass, Fail, CompileError, LintError, Timeout, Crash, Error };
-std::string_view to_string(Status s);  // PASS, FAIL, COMPILE_ERROR, LINT, TIMEOUT, CRASH, ERROR
-Status parse_status(std::string_view text);
+std::string to_string(Status s);  // PASS, FAIL, COMPILE_ERROR, LINT, TIMEOUT, CRASH, ERROR
 
 struct StageReport {
   std::string stage;  // smoke, sweep, stability, determinism, edge, timing-check
@@ -45,11 +44,16 @@ struct ExperimentResult {
   bool passed() const { return status == Status::Pass; }
 };
 
-void to_json(nlohmann::json& j, const StageReport& r);
-void from_json(const nlohmann::json& j, StageReport& r);
-void to_json(nlohmann::json& j, const TimingReport& r);
-void from_json(const nlohmann::json& j, TimingReport& r);
-void to_json(nlohmann::json& j, const ExperimentResult& r);
-void from_json(const nlohmann::json& j, ExperimentResult& r);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageReport, stage, checks, passed, worst_norm_error, seconds)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingReport, median_us, noise, samples, min_us, max_us, seconds)
+NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
+                                      {Status::Pass, "PASS"},
+                                      {Status::Fail, "FAIL"},
+                                      {Status::CompileError, "COMPILE_ERROR"},
+                                      {Status::LintError, "LINT"},
+                                      {Status::Timeout, "TIMEOUT"},
+                                      {Status::Crash, "CRASH"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ExperimentResult, status, stage, reason, stages, timing, flops, bytes,
+                                   gbps, tflops, roofline, compile_seconds, total_seconds, compile_cached)
 
 }  // namespace ak

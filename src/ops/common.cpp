@@ -93,6 +93,27 @@ void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows,
   });
 }
 
+StageProblems rowwise_stage_problems(const Problem& extra_sweep) {
+  return {{{64, 256}, {}},
+          {{{1024, 1024}, {}},
+           {{512, 4096}, {}},
+           {{256, 8192}, {}},
+           {{128, 16384}, {}},
+           {{4096, 768}, {}},
+           {{2048, 2048}, {}},
+           {{300, 5120}, {}},
+           extra_sweep},
+          {{{256, 4096}, {}}},
+          {{{1, 4096}, {}},
+           {{7, 1}, {}},
+           {{1, 1}, {}},
+           {{3, 17}, {}},
+           {{33, 1000}, {}},
+           {{5, 4095}, {}},
+           {{2, 65536}, {}},
+           {{129, 127}, {}}}};
+}
+
 bool apply_rowwise_case(std::string_view input_case, Values& v, std::mt19937_64& rng) {
   const int64_t cols = v.spec.shape.back();
   const int64_t rows = v.spec.numel() / cols;

@@ -41,6 +41,11 @@ void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows, const std::f
 //   dominant:      one element per row is +30, the rest N(0, 1): one value dominates;
 //   extreme:       values ~ N(0, 1) * 60: exp() of them overflows fp32 unless the max is taken out.
 // Applies `input_case` to the 2-D tensor `v` (rows x cols). Returns false for an unknown case.
+// The stage problems of the row-wise ops over x[M, N] (norms, softmax, reduce): LLM-like widths
+// in the sweep plus `extra_sweep`, the op's own characteristic width, and the edge sizes (one
+// row, N = 1, odd and prime widths, a 65536-wide row).
+StageProblems rowwise_stage_problems(const Problem& extra_sweep);
+
 bool apply_rowwise_case(std::string_view input_case, Values& v, std::mt19937_64& rng);
 
 }  // namespace ak::ops

@@ -39,26 +39,7 @@ class Reduce final : public Op {
 
   Problem default_problem() const override { return {{16384, 4096}, {}}; }
 
-  StageProblems stage_problems() const override {
-    return {{{64, 256}, {}},
-            {{{1024, 1024}, {}},
-             {{512, 4096}, {}},
-             {{256, 8192}, {}},
-             {{128, 16384}, {}},
-             {{4096, 768}, {}},
-             {{2048, 2048}, {}},
-             {{300, 5120}, {}},
-             {{16384, 64}, {}}},
-            {{{256, 4096}, {}}},
-            {{{1, 4096}, {}},
-             {{7, 1}, {}},
-             {{1, 1}, {}},
-             {{3, 17}, {}},
-             {{33, 1000}, {}},
-             {{5, 4095}, {}},
-             {{2, 65536}, {}},
-             {{129, 127}, {}}}};
-  }
+  StageProblems stage_problems() const override { return ops::rowwise_stage_problems({{16384, 64}, {}}); }
 
   std::vector<std::string> stability_cases() const override {
     return {"large_sum", "cancellation", "dominant"};

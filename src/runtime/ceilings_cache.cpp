@@ -18,20 +18,6 @@ std::filesystem::path cache_path(const DeviceInfo& device) {
 
 }  // namespace
 
-void to_json(nlohmann::json& j, const Ceilings& c) {
-  j = {{"copy_gbps", c.copy_gbps},
-       {"matrix_tflops", c.matrix_tflops},
-       {"matrix_how", c.matrix_how},
-       {"measured_at", c.measured_at}};
-}
-
-void from_json(const nlohmann::json& j, Ceilings& c) {
-  c.copy_gbps = j.at("copy_gbps");
-  c.matrix_tflops = j.at("matrix_tflops");
-  c.matrix_how = j.at("matrix_how");
-  c.measured_at = j.at("measured_at");
-}
-
 std::optional<Ceilings> cached_ceilings(const DeviceInfo& device) {
   const auto path = cache_path(device);
   if (!std::filesystem::exists(path)) return std::nullopt;

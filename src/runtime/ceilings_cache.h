@@ -9,8 +9,7 @@
 
 namespace ak {
 
-void to_json(nlohmann::json& j, const Ceilings& c);
-void from_json(const nlohmann::json& j, Ceilings& c);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Ceilings, copy_gbps, matrix_tflops, matrix_how, measured_at)
 
 std::optional<Ceilings> cached_ceilings(const DeviceInfo& device);
 // Measures when nothing is cached (or `remeasure`), stores and returns the ceilings.
