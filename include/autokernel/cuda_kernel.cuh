@@ -14,6 +14,9 @@
 //                                    16-byte accesses (one LDG.E.128/STG.E.128 per thread); only
 //                                    for addresses that are 16-byte aligned: see can_vectorize()
 //   warp_sum / group_sum             float sums over a warp / a group of warps, deterministic
+//   RowSlot, row_slot<RowThreads, RowsPerBlock>(rows)
+//                                    which row a thread's group of a row-per-group block handles
+//   fast_exp2, kLog2e                2^v through ex2.approx (results below 2^-126 flush to zero)
 //   check_launch()                   AK_ERR_LAUNCH when the last launch failed
 #pragma once
 
@@ -154,6 +157,31 @@ inline int check_launch() {
 
 inline cudaStream_t stream_of(const ak_call* call) {
   return static_cast<cudaStream_t>(call->stream);
+}
+
+// Row-per-group kernels: a block of RowsPerBlock groups of RowThreads threads, one row each.
+// Rows past the end are inactive but still take part in the block's barriers.
+struct RowSlot {
+  int group, lane;  // the group's index in the block, the thread's in the group
+  int64_t row;
+  bool active;
+};
+
+template <int RowThreads, int RowsPerBlock>
+__device__ __forceinline__ RowSlot row_slot(int64_t rows) {
+  const int group = threadIdx.x / RowThreads;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * RowsPerBlock + group;
+  return {group, static_cast<int>(threadIdx.x % RowThreads), row, row < rows};
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^v in one MUFU.EX2; results below 2^-126 flush to zero, far below anything a softmax-style
+// sum that holds its maximum's own term of 1 can see.
+__device__ __forceinline__ float fast_exp2(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
 }
 
 }  // namespace ak_cuda

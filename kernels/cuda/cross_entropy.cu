@@ -57,7 +57,6 @@ static_assert(kThreads <= 1024 && kUnroll >= 1, "a block has at most 1024 thread
 // Half the SM's threads resident at least: a fixed budget of 64 registers per thread.
 constexpr int kMinBlocksPerSm = 1024 / kThreads;
 constexpr int kMeanThreads = 1024;
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <typename T>
 struct RowsArgs {
@@ -67,26 +66,6 @@ struct RowsArgs {
   int64_t rows, cols;
   int64_t logits_stride, targets_stride, loss_stride;  // in elements
 };
-
-struct RowSlot {
-  int group, lane;  // the group's index in the block, the thread's in the group
-  int64_t row;
-  bool active;
-};
-
-__device__ __forceinline__ RowSlot row_slot(int64_t rows) {
-  const int group = threadIdx.x / kRowThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
-  return {group, static_cast<int>(threadIdx.x % kRowThreads), row, row < rows};
-}
-
-// 2^v; results below 2^-126 flush to zero, far below what a sum of exponentials that holds a
-// 1 (the max's own term) can see.
-__device__ __forceinline__ float fast_exp2(float v) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-  return r;
-}
 
 // max * log2(e), or 0 while nothing finite has been seen: -inf - -inf would be a NaN.
 __device__ __forceinline__ float exp_offset(float max) {
@@ -204,7 +183,7 @@ __device__ __forceinline__ void finish_row(const RowsArgs<T>& a, const RowSlot& 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) rows_vector(RowsArgs<T> a) {
   constexpr int kVec = Vec16<T>::kSize;
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   // Offsets within a row are 32-bit (ak_launch checks V): fewer registers than 64-bit indices.
   const int vecs = slot.active ? static_cast<int>(a.cols / kVec) : 0;
   const T* row = a.logits + (slot.active ? slot.row : 0) * a.logits_stride;
@@ -241,7 +220,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) rows_scalar(RowsArgs<T> a) {
   // A round of scalars carries as many elements as a round of vectors.
   constexpr int kRound = kUnroll * Vec16<T>::kSize;
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   const int cols = slot.active ? static_cast<int>(a.cols) : 0;
   const T* row = a.logits + (slot.active ? slot.row : 0) * a.logits_stride;
   const int64_t target = load_target(a, slot);

@@ -66,20 +66,6 @@ struct RowsArgs {
   float eps;
 };
 
-// Which row this thread's group handles; rows past the end are inactive but still take part in
-// the block's barriers.
-struct RowSlot {
-  int group, lane;  // the group's index in the block, the thread's in the group
-  int64_t row;
-  bool active;
-};
-
-__device__ __forceinline__ RowSlot row_slot(int64_t rows) {
-  const int group = threadIdx.x / kRowThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
-  return {group, static_cast<int>(threadIdx.x % kRowThreads), row, row < rows};
-}
-
 // Makes the compiler forget what it knows about `v`, so it converts the packed values again in
 // the next pass instead of holding the last pass's floats (twice the registers, enough to spill).
 template <typename T>
@@ -166,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) layernorm_vector(Ro
   // Two scratch arrays, so the second reduction needs no barrier to protect the first's reads.
   __shared__ float mean_scratch[kThreads / 32];
   __shared__ float2 deviation_scratch[kThreads / 32];
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   // Offsets within a row are 32-bit (ak_launch checks N): fewer registers than 64-bit indices.
   const int vecs = slot.active ? static_cast<int>(a.cols / kVec) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
@@ -227,7 +213,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) layernorm_scalar(RowsArgs<T> a) {
   __shared__ float mean_scratch[kThreads / 32];
   __shared__ float2 deviation_scratch[kThreads / 32];
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   const int cols = slot.active ? static_cast<int>(a.cols) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
   const float inv_cols = 1.0f / static_cast<float>(a.cols);

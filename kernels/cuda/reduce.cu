@@ -57,20 +57,6 @@ struct RowsArgs {
   int64_t x_stride, y_stride;  // in elements
 };
 
-// Which row this thread's group sums; groups past the last row are inactive but still take part
-// in the block's barriers.
-struct RowSlot {
-  int group, lane;  // the group's index in the block, the thread's in the group
-  int64_t row;
-  bool active;
-};
-
-__device__ __forceinline__ RowSlot row_slot(int64_t rows) {
-  const int group = threadIdx.x / kRowThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
-  return {group, static_cast<int>(threadIdx.x % kRowThreads), row, row < rows};
-}
-
 // A pairwise sum: a shorter chain of dependent adds than a running one.
 template <typename T>
 __device__ __forceinline__ float vec_sum(const Vec16<T>& v) {
@@ -94,7 +80,7 @@ __device__ __forceinline__ void finish_row(const RowsArgs<T>& a, const RowSlot& 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) reduce_vector(RowsArgs<T> a) {
   constexpr int kVec = Vec16<T>::kSize;
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   // Offsets within a row are 32-bit (ak_launch checks N): fewer registers than 64-bit indices.
   const int vecs = slot.active ? static_cast<int>(a.cols / kVec) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
@@ -117,7 +103,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) reduce_vector(RowsA
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) reduce_scalar(RowsArgs<T> a) {
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   const int cols = slot.active ? static_cast<int>(a.cols) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
 

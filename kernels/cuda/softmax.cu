@@ -53,7 +53,6 @@ static_assert(kThreads <= 1024 && kRegisterVecs >= 1, "a block has at most 1024 
 // Half the SM's threads resident at least: a fixed budget of 64 registers per thread, which
 // keeps ptxas from picking a smaller one of its own and spilling.
 constexpr int kMinBlocksPerSm = 1024 / kThreads;
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <typename T>
 struct RowsArgs {
@@ -62,28 +61,6 @@ struct RowsArgs {
   int64_t rows, cols;
   int64_t x_stride, y_stride;  // in elements
 };
-
-// Which row this thread's group handles; rows past the end are inactive but still take part in
-// the block's barriers.
-struct RowSlot {
-  int group, lane;  // the group's index in the block, the thread's in the group
-  int64_t row;
-  bool active;
-};
-
-__device__ __forceinline__ RowSlot row_slot(int64_t rows) {
-  const int group = threadIdx.x / kRowThreads;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
-  return {group, static_cast<int>(threadIdx.x % kRowThreads), row, row < rows};
-}
-
-// 2^v. The arguments here are at most a rounding above 0, so flushing results below 2^-126 to
-// zero loses nothing the tolerance sees.
-__device__ __forceinline__ float fast_exp2(float v) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-  return r;
-}
 
 // exp(x - max) for a row whose max is given as max * log2(e).
 __device__ __forceinline__ float exp_shifted(float x, float max_log2) {
@@ -149,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) softmax_vector(Rows
   constexpr int kCachedSpan = kRegisterVecs * kRowThreads;  // vectors of a row held in registers
   __shared__ float max_scratch[kThreads / 32];
   __shared__ float sum_scratch[kThreads / 32];  // apart from max_scratch: no barrier between them
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   // Offsets within a row are 32-bit (ak_launch checks N): fewer registers than 64-bit indices.
   const int vecs = slot.active ? static_cast<int>(a.cols / kVec) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
@@ -201,7 +178,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) softmax_scalar(RowsArgs<T> a) {
   __shared__ float max_scratch[kThreads / 32];
   __shared__ float sum_scratch[kThreads / 32];
-  const RowSlot slot = row_slot(a.rows);
+  const RowSlot slot = row_slot<kRowThreads, kRowsPerBlock>(a.rows);
   const int cols = slot.active ? static_cast<int>(a.cols) : 0;
   const T* x = a.x + (slot.active ? slot.row : 0) * a.x_stride;
 
