@@ -69,6 +69,8 @@ int run_tune(const TuneOptions& o) {
               << feasible.size() << " feasible of " << space.size() << " configurations, strategy "
               << o.strategy << ", up to " << total << " experiments\n";
 
+  size_t width = 0;  // of the config column: the longest configuration's text
+  for (const auto& c : feasible) width = std::max(width, to_string(c).size());
   // Pending trials join the history as not-ok until they finish, so no strategy proposes them twice.
   std::vector<Trial> history;
   std::vector<Finished> done;
@@ -100,7 +102,7 @@ int run_tune(const TuneOptions& o) {
     append_result(o.target.results, {"tune", o.target.file, to_string(config), target.device_name,
                                      &target.evaluate.request, &f.result});
     done.push_back(std::move(f));
-    if (!o.target.json) print_row(done.size(), total, to_string(feasible.front()).size(), done.back());
+    if (!o.target.json) print_row(done.size(), total, width, done.back());
   }
   for (auto& [config, future] : pipeline) future.wait();  // let in-flight compiles finish into the cache
 
