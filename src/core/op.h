@@ -57,8 +57,9 @@ class Op {
   // Named parameters a problem may set (e.g. "causal"), with their defaults.
   virtual std::vector<std::pair<std::string, double>> param_defaults() const { return {}; }
 
-  // Throws Error(Usage) with a one-line reason if the op cannot take this problem.
-  virtual void validate(const Problem& problem) const = 0;
+  // Throws Error(Usage) with a one-line reason if the op cannot take this problem: the rank and
+  // positive dimensions of dim_names(), only parameters of param_defaults(), then validate_rules.
+  void validate(const Problem& problem) const;
   virtual Signature signature(const Problem& problem, DType dtype) const = 0;
 
   // The standard benchmark problem (the shapes of ../shared/REFERENCE-SYSTEM.md).
@@ -86,6 +87,10 @@ class Op {
   // The fewest bytes a kernel must move: each input read once, each output written once.
   virtual double bytes(const Problem& problem, DType dtype) const = 0;
   virtual Tolerance tolerance(DType dtype) const;
+
+ protected:
+  // The op's own rules beyond rank and parameter names (e.g. "D must be even"); runs after them.
+  virtual void validate_rules(const Problem&) const {}
 };
 
 // The tolerances of the reference system per dtype (fp16 1e-2, bf16 2e-2, fp32 1e-4) that ops

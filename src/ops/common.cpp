@@ -37,33 +37,6 @@ void fill_uniform(Values& v, std::mt19937_64& rng, double lo, double hi) {
   fill_parallel(v, rng, std::uniform_real_distribution<double>(lo, hi));
 }
 
-void expect_rank(const Op& op, const Problem& problem) {
-  const auto names = op.dim_names();
-  if (problem.dims.size() == names.size()) {
-    for (size_t i = 0; i < names.size(); ++i)
-      require(op, problem.dims[i] > 0, names[i] + " must be positive, got '" + problem.to_string() + "'");
-    return;
-  }
-  std::ostringstream out;
-  out << op.name() << ": expected " << names.size() << " dimensions (";
-  for (size_t i = 0; i < names.size(); ++i) out << (i ? "x" : "") << names[i];
-  out << "), got '" << problem.to_string() << "'";
-  throw Error(ErrorKind::Usage, out.str());
-}
-
-void expect_known_params(const Op& op, const Problem& problem) {
-  const auto known = op.param_defaults();
-  for (const auto& entry : problem.params) {
-    const auto& name = entry.first;
-    const bool found =
-        std::any_of(known.begin(), known.end(), [&](const auto& param) { return param.first == name; });
-    if (found) continue;
-    std::string names;
-    for (const auto& param : known) names += (names.empty() ? "" : ", ") + param.first;
-    require(op, false, "unknown parameter '" + name + "' (known: " + (names.empty() ? "none" : names) + ")");
-  }
-}
-
 void require(const Op& op, bool ok, const std::string& what) {
   if (!ok) throw Error(ErrorKind::Usage, std::string(op.name()) + ": " + what);
 }

@@ -16,12 +16,6 @@ namespace ak::ops {
 void fill_normal(Values& v, std::mt19937_64& rng, double mean = 0.0, double stddev = 1.0);
 void fill_uniform(Values& v, std::mt19937_64& rng, double lo, double hi);
 
-// Throws Error(Usage) "<op>: expected <n> dimensions (<names>), got <shape>", or when a dimension
-// is not positive (a Problem built in code skips parse_problem's check).
-void expect_rank(const Op& op, const Problem& problem);
-// Throws Error(Usage) when the problem sets a parameter the op does not declare in
-// param_defaults(): a misspelt "casual=0" must not silently run the default.
-void expect_known_params(const Op& op, const Problem& problem);
 // Throws Error(Usage) "<op>: <what>" when `ok` is false.
 void require(const Op& op, bool ok, const std::string& what);
 // The problem's parameter `name` (or `fallback`), which must be a whole number.

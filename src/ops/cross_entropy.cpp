@@ -25,11 +25,6 @@ class CrossEntropy final : public Op {
   }
   std::vector<std::string> dim_names() const override { return {"M", "V"}; }
 
-  void validate(const Problem& p) const override {
-    ops::expect_rank(*this, p);
-    ops::expect_known_params(*this, p);
-  }
-
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], v = p.dims[1];
     return {{{"logits", t, {m, v}}, {"targets", DType::I64, {m}}},

@@ -46,9 +46,7 @@ class FlashAttention final : public Op {
     return {{"causal", 1.0}, {"kv_heads", 0.0}};
   }
 
-  void validate(const Problem& p) const override {
-    ops::expect_rank(*this, p);
-    ops::expect_known_params(*this, p);
+  void validate_rules(const Problem& p) const override {
     const int64_t causal = ops::int_param(*this, p, "causal", 1);
     ops::require(*this, causal == 0 || causal == 1, "causal must be 0 or 1, got " + std::to_string(causal));
     const int64_t kv = ops::int_param(*this, p, "kv_heads", 0);

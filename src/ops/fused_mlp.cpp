@@ -27,11 +27,6 @@ class FusedMlp final : public Op {
   std::string_view summary() const override { return "SwiGLU MLP: (silu(x w_gate^T) * (x w_up^T)) w_down^T"; }
   std::vector<std::string> dim_names() const override { return {"M", "D", "F"}; }
 
-  void validate(const Problem& p) const override {
-    ops::expect_rank(*this, p);
-    ops::expect_known_params(*this, p);
-  }
-
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], d = p.dims[1], f = p.dims[2];
     return {{{"x", t, {m, d}}, {"w_gate", t, {f, d}}, {"w_up", t, {f, d}}, {"w_down", t, {d, f}}},

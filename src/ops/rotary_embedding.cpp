@@ -24,9 +24,7 @@ class RotaryEmbedding final : public Op {
   }
   std::vector<std::string> dim_names() const override { return {"B", "H", "S", "D"}; }
 
-  void validate(const Problem& p) const override {
-    ops::expect_rank(*this, p);
-    ops::expect_known_params(*this, p);
+  void validate_rules(const Problem& p) const override {
     ops::require(*this, p.dims[3] % 2 == 0, "head dim D must be even, got '" + p.to_string() + "'");
   }
 

@@ -183,7 +183,6 @@ class AttentionLike final : public Op {
   std::vector<std::pair<std::string, double>> param_defaults() const override {
     return {{"causal", 1}, {"window", 0}};
   }
-  void validate(const Problem&) const override {}
   Signature signature(const Problem&, DType) const override { return {}; }
   Problem default_problem() const override { return {}; }
   StageProblems stage_problems() const override { return {}; }
