@@ -21,12 +21,18 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string nvcc_path() {
+// Looked up once per process: every build (and every cache key) needs it.
+std::string find_nvcc() {
   std::string path = env_or("AK_NVCC", "");
   if (!path.empty()) return path;
   if (run_process({"sh", "-c", "command -v nvcc"}).ok()) return "nvcc";
   if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
   throw Error(ErrorKind::Unsupported, "nvcc not found (install the CUDA toolkit or set AK_NVCC)");
+}
+
+const std::string& nvcc_path() {
+  static const std::string path = find_nvcc();  // a throw leaves it unset, to be tried again
+  return path;
 }
 
 // Per backend: the compiler and the flags every module is built with.
