@@ -79,20 +79,31 @@ def make_inputs(op, dims, dtype):
     raise ValueError(op)
 
 
-# op -> (PyTorch function, the standard problem, dtype)
-CASES = {
-    "rmsnorm": (rms_norm, "8192x8192", torch.float16),
-    "softmax": (lambda x: torch.softmax(x, -1), "8192x8192", torch.float16),
-    "layernorm": (layer_norm, "8192x8192", torch.float16),
-    "reduce": (lambda x: x.sum(-1), "16384x4096", torch.float16),
-    "cross_entropy": (cross_entropy, "8192x32768", torch.float16),
-    "rotary_embedding": (rotary, "4x32x4096x128", torch.float16),
-    "matmul": (torch.matmul, "4096x4096x4096", torch.float16),
-    "flash_attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                        "4x32x4096x128", torch.bfloat16),
-    "fused_mlp": (fused_mlp, "4096x4096x11008", torch.float16),
+def attention(causal):
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+# op -> PyTorch function (shape -> function where the problem's params change it)
+FUNCTIONS = {
+    "rmsnorm": lambda shape: rms_norm,
+    "softmax": lambda shape: (lambda x: torch.softmax(x, -1)),
+    "layernorm": lambda shape: layer_norm,
+    "reduce": lambda shape: (lambda x: x.sum(-1)),
+    "cross_entropy": lambda shape: cross_entropy,
+    "rotary_embedding": lambda shape: rotary,
+    "matmul": lambda shape: torch.matmul,
+    "flash_attention": lambda shape: attention("causal=0" not in shape),
+    "fused_mlp": lambda shape: fused_mlp,
 }
-DTYPE_NAME = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+# The targets: (op, problem, dtype), in table order.
+CASES = [(op, "8192x8192", t) for op in ("rmsnorm", "softmax", "layernorm") for t in ("fp16", "bf16")] + \
+    [("reduce", "16384x4096", t) for t in ("fp16", "bf16")] + \
+    [("cross_entropy", "8192x32768", t) for t in ("fp16", "bf16")] + \
+    [("rotary_embedding", "4x32x4096x128", t) for t in ("fp16", "bf16")] + \
+    [("matmul", f"{n}x{n}x{n}", t) for n in (4096, 8192) for t in ("fp16", "bf16")] + \
+    [("flash_attention", f"4x32x4096x128:causal={c}", "bf16") for c in (1, 0)] + \
+    [("fused_mlp", "4096x4096x11008", "fp16")]
+TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 class Timer:
@@ -139,7 +150,8 @@ def ours(ak, op, shape, dtype, budget):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ak", default=str(ROOT / "build-gpu" / "autokernel"))
-    p.add_argument("--ops", default=",".join(CASES))
+    p.add_argument("--ops", default=",".join(FUNCTIONS), help="operators to compare (all their target rows)")
+    p.add_argument("--dtypes", default="fp16,bf16,fp32", help="keep only rows of these dtypes")
     p.add_argument("--tune-budget", default="")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--record", help="append the table to this markdown file")
@@ -153,11 +165,15 @@ def main():
     copy_gbps, matrix_tflops = device["ceilings"]["copy_gbps"], device["ceilings"]["matrix_tflops"]
     timer = Timer()
     rows = []
-    for op in a.ops.split(","):
-        fn, shape, dtype = CASES[op]
-        dims = [int(v) for v in shape.split("x")]
+    wanted_ops, wanted_dtypes = a.ops.split(","), a.dtypes.split(",")
+    for op, shape, dtype_name in CASES:
+        if op not in wanted_ops or dtype_name not in wanted_dtypes:
+            continue
+        fn = FUNCTIONS[op](shape)
+        dtype = TORCH_DTYPE[dtype_name]
+        dims = [int(v) for v in shape.split(":")[0].split("x")]
         args = make_inputs(op, dims, dtype)
-        print(f"[{op}] eager...", file=sys.stderr, flush=True)
+        print(f"[{op} {shape} {dtype_name}] eager...", file=sys.stderr, flush=True)
         eager = timer.median_us(fn, args)
         compiled = None
         if not a.no_compile:
@@ -168,8 +184,8 @@ def main():
             except Exception as e:  # a compile failure is a row note, not the end of the table
                 print(f"[{op}] torch.compile failed: {e}", file=sys.stderr)
         print(f"[{op}] ours (tune)...", file=sys.stderr, flush=True)
-        best, note = ours(a.ak, op, shape, DTYPE_NAME[dtype], a.tune_budget)
-        row = {"op": op, "shape": shape, "dtype": DTYPE_NAME[dtype], "eager_us": eager, "compile_us": compiled,
+        best, note = ours(a.ak, op, shape, dtype_name, a.tune_budget)
+        row = {"op": op, "shape": shape, "dtype": dtype_name, "eager_us": eager, "compile_us": compiled,
                "ours_us": best["timing"]["median_us"] if best else None, "note": note}
         if best:
             row["gbps"], row["tflops"], row["roofline"] = best["gbps"], best["tflops"], best["roofline"]

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config
   libcli11-dev nlohmann-json3-dev libmuparser-dev libxxhash-dev
   libgtest-dev libopenblas-dev clang-format
+  python3-matplotlib  # the progress plot of `autokernel report` (system python3)
 )
 
 missing=()

@@ -23,6 +23,8 @@ const std::vector<Command>& commands();
 Command device_command();
 Command bench_command();
 Command tune_command();
+Command optimize_command();
 Command worker_command();
+Command report_command();
 
 }  // namespace ak::cli

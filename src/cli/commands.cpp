@@ -3,8 +3,8 @@
 namespace ak::cli {
 
 const std::vector<Command>& commands() {
-  static const std::vector<Command> table = {device_command(), bench_command(), tune_command(),
-                                             worker_command()};
+  static const std::vector<Command> table = {device_command(),   bench_command(),  tune_command(),
+                                             optimize_command(), worker_command(), report_command()};
   return table;
 }
 

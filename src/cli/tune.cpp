@@ -12,6 +12,7 @@
 #include "cli/target.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "harness/experiment_server.h"
 #include "harness/results_log.h"
 #include "search/budget.h"
 #include "search/strategy.h"
@@ -52,6 +53,8 @@ const Finished* best_of(const std::vector<Finished>& done) {
 
 int run_tune(const TuneOptions& o) {
   Target target = resolve_target(o.target);
+  ExperimentServer server;  // one for the whole run: the plan's cases are prepared once, not per candidate
+  target.evaluate.server = &server;
   const TuneSpace space = parse_tune_space(read_text_file(target.source));
   const auto feasible =
       feasible_configs(space, problem_symbols(*target.op, target.evaluate.request.problem), kMaxTuneConfigs);
@@ -83,7 +86,7 @@ int run_tune(const TuneOptions& o) {
     while (static_cast<int>(pipeline.size()) < jobs && done.size() + pipeline.size() < total) {
       auto next = strategy->next(history);
       if (!next) break;
-      history.push_back({*next, false, 0});
+      history.push_back({*next, false, 0, true});
       Candidate candidate{target.source, *next};
       pipeline.emplace_back(*next, std::async(std::launch::async, [candidate, &target] {
         return build_candidate(candidate, target.evaluate);
@@ -98,7 +101,7 @@ int run_tune(const TuneOptions& o) {
     refill();
     Finished f{config, run_candidate(built, target.evaluate, [](std::string_view) {})};
     for (auto& t : history)
-      if (t.config == config) t = {config, f.result.passed(), f.result.timing.median_us * 1e-6};
+      if (t.config == config) t = {config, f.result.passed(), f.result.timing.median_us * 1e-6, false};
     append_result(o.target.results, {"tune", o.target.file, to_string(config), target.device_name,
                                      &target.evaluate.request, &f.result});
     done.push_back(std::move(f));
@@ -138,7 +141,8 @@ Command tune_command() {
   return {"tune", "search a kernel's @tune space and print the best configuration", [](CLI::App& app) -> Run {
             auto o = std::make_shared<TuneOptions>();
             o->target.add_to(app);
-            app.add_option("--strategy", o->strategy, "exhaustive or random");
+            app.add_option("--strategy", o->strategy,
+                           "search strategy (default exhaustive):" + strategies_help());
             app.add_option("--budget", o->budget,
                            "experiments (e.g. 20) or time (e.g. 90s, 10m, 1h); default: the whole space");
             app.add_option("--jobs", o->jobs, "parallel compiles (default: hardware threads)");

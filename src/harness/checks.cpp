@@ -113,13 +113,17 @@ CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const 
   return outcome;
 }
 
+CaseSpec input_set(const CaseSpec& check, int set) {
+  CaseSpec drawn = check;
+  drawn.seed += static_cast<uint64_t>(set);
+  return drawn;
+}
+
 CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
   CheckOutcome total;
   std::unique_ptr<KernelArgs> args;
-  // Two input sets through the same buffers: a kernel that remembers its last answer fails the second.
-  for (int set = 0; set < 2; ++set) {
-    auto prepared = prepare_case(ctx.op, spec.problem, spec.dtype, spec.input_case,
-                                 spec.seed + static_cast<uint64_t>(set));
+  for (int set = 0; set < kInputSetsPerCheck; ++set) {
+    auto prepared = prepare_case(ctx.op, input_set(spec, set));
     if (!args) args = std::make_unique<KernelArgs>(ctx.runtime, prepared->signature);
     load_case(*args, *prepared);
     if (set == 0) {
@@ -140,7 +144,7 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
 }
 
 CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats) {
-  auto prepared = prepare_case(ctx.op, spec.problem, spec.dtype, spec.input_case, spec.seed);
+  auto prepared = prepare_case(ctx.op, input_set(spec, 0));
   KernelArgs args(ctx.runtime, prepared->signature);
   std::vector<std::vector<std::byte>> first;
   for (int run = 0; run < repeats; ++run) {

@@ -22,13 +22,6 @@ struct CheckContext {
   const Op& op;
 };
 
-struct CaseSpec {
-  Problem problem;
-  DType dtype = DType::F16;
-  std::string input_case{kRandomCase};
-  uint64_t seed = 0;
-};
-
 struct CheckOutcome {
   bool ok = true;
   std::string reason;
@@ -43,6 +36,11 @@ struct KernelArgs {
   KernelArgs(Runtime& runtime, const Signature& signature);
   ak_call make_call(void* stream) const;
 };
+
+// A check draws this many input sets into the same buffers, seeds spec.seed, spec.seed + 1, ...
+// (a kernel that remembers its last answer fails the second).
+inline constexpr int kInputSetsPerCheck = 2;
+CaseSpec input_set(const CaseSpec& check, int set);
 
 // Calls ak_launch; throws Error(Launch) when it returns non-zero.
 void launch_kernel(const CheckContext& ctx, const KernelArgs& args);

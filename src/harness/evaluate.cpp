@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/paths.h"
+#include "harness/experiment_server.h"
 #include "harness/lint.h"
 
 namespace ak {
@@ -40,7 +41,8 @@ ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOption
   if (!built.build) return built.failure;
   ExperimentRequest request = options.request;
   request.module = built.build->module;
-  ExperimentResult result = run_isolated(request, options.timeout, progress);
+  ExperimentResult result = options.server ? options.server->run(request, options.timeout, progress)
+                                           : run_isolated(request, options.timeout, progress);
   result.compile_seconds = built.build->seconds;
   result.compile_cached = built.build->cached;
   return result;

@@ -12,6 +12,8 @@
 
 namespace ak {
 
+class ExperimentServer;
+
 struct Candidate {
   std::filesystem::path source;
   Defines defines;
@@ -22,6 +24,9 @@ struct EvaluateOptions {
   std::string arch;           // CUDA architecture to build for
   std::chrono::seconds timeout{300};
   std::chrono::seconds compile_timeout{300};
+  // Runs the experiments when set (prepared cases reused across candidates); otherwise each one
+  // is a fresh `autokernel worker` (run_isolated). Not owned.
+  ExperimentServer* server = nullptr;
 };
 
 struct BuiltCandidate {

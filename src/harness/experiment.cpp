@@ -18,11 +18,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+StagePlan stage_plan(const ExperimentRequest& req) {
+  return {req.problem, req.dtype, req.quick, req.seed};
+}
+
+// Far from the stages' seeds, so the timed inputs are new to the kernel.
+CaseSpec timing_input_set(const ExperimentRequest& req) {
+  return {req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001};
+}
+
 // Times the primary problem, then checks that the timed runs themselves produced the right
 // answer into freshly poisoned outputs (a kernel cannot be right once and fast afterwards).
 void time_primary(const CheckContext& ctx, const ExperimentRequest& req, ExperimentResult& result) {
-  auto prepared =
-      prepare_case(ctx.op, req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001);
+  auto prepared = prepare_case(ctx.op, timing_input_set(req));
   KernelArgs args(ctx.runtime, prepared->signature);
   load_case(args, *prepared);
   result.timing = measure(
@@ -85,6 +93,12 @@ void from_json(const nlohmann::json& j, ExperimentRequest& r) {
   r.ceilings = j.at("ceilings").get<Ceilings>();
 }
 
+std::vector<CaseSpec> experiment_input_sets(const ExperimentRequest& req) {
+  std::vector<CaseSpec> sets = stage_input_sets(find_op(req.op), stage_plan(req));
+  sets.push_back(timing_input_set(req));
+  return sets;
+}
+
 ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& progress) {
   const auto start = std::chrono::steady_clock::now();
   ExperimentResult result;
@@ -101,7 +115,7 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     auto runtime = make_runtime(req.backend);
     KernelModule module(req.module);
     const CheckContext ctx{*runtime, module.launch(), op};
-    if (run_correctness_stages(ctx, {req.problem, req.dtype, req.quick, req.seed}, result, track)) {
+    if (run_correctness_stages(ctx, stage_plan(req), result, track)) {
       track("timing");
       time_primary(ctx, req, result);
     }
@@ -115,6 +129,20 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     result.reason = e.what();
   }
   result.total_seconds = seconds_since(start);
+  return result;
+}
+
+ExperimentResult isolated_outcome(const ProcessResult& run, const std::string& answer,
+                                  const std::string& stage, std::chrono::seconds timeout) {
+  if (run.ok() && !answer.empty()) return nlohmann::json::parse(answer).get<ExperimentResult>();
+  ExperimentResult result;
+  result.status = run.timed_out ? Status::Timeout : Status::Crash;
+  result.stage = stage;
+  result.reason = (run.timed_out ? "no answer within " + std::to_string(timeout.count()) + " s, killed"
+                                 : run.describe()) +
+                  " during " + stage;
+  if (!run.timed_out && run.term_signal == 0) result.reason += ": " + run.tail(3);
+  result.total_seconds = run.seconds;
   return result;
 }
 
@@ -141,19 +169,10 @@ ExperimentResult run_isolated(const ExperimentRequest& req, std::chrono::seconds
                                          request_path.string(), "--result", result_path.string()},
                                         options);
 
-  ExperimentResult result;
+  const bool answered = run.ok() && std::filesystem::exists(result_path);
+  ExperimentResult result =
+      isolated_outcome(run, answered ? read_text_file(result_path) : "", stage, timeout);
   std::error_code ec;
-  if (run.ok() && std::filesystem::exists(result_path)) {
-    result = nlohmann::json::parse(read_text_file(result_path)).get<ExperimentResult>();
-  } else {
-    result.status = run.timed_out ? Status::Timeout : Status::Crash;
-    result.stage = stage;
-    result.reason = (run.timed_out ? "no answer within " + std::to_string(timeout.count()) + " s, killed"
-                                   : run.describe()) +
-                    " during " + stage;
-    if (!run.timed_out && run.term_signal == 0) result.reason += ": " + run.tail(3);
-    result.total_seconds = run.seconds;
-  }
   std::filesystem::remove(request_path, ec);
   std::filesystem::remove(result_path, ec);
   return result;

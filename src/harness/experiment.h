@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/problem.h"
+#include "core/subprocess.h"
 #include "harness/result.h"
 #include "harness/stages.h"
 #include "harness/timing.h"
@@ -32,11 +34,21 @@ struct ExperimentRequest {
 void to_json(nlohmann::json& j, const ExperimentRequest& r);
 void from_json(const nlohmann::json& j, ExperimentRequest& r);
 
+// Every input set run_experiment draws for the request: the stages' and the timing's (throws
+// Error(Usage) for an unknown op).
+std::vector<CaseSpec> experiment_input_sets(const ExperimentRequest& request);
+
 // In this process. Never throws for a kernel's failure: the result carries it.
 ExperimentResult run_experiment(const ExperimentRequest& request, const Progress& progress);
 
 // In a child process (`autokernel worker`), killed after `timeout`.
 ExperimentResult run_isolated(const ExperimentRequest& request, std::chrono::seconds timeout,
                               const Progress& progress);
+
+// What an isolated run of run_experiment came to: its result (`answer`, the result's JSON, ""
+// when it gave none) or TIMEOUT / CRASH naming the stage it was in. For run_isolated and the
+// experiment server, so that both word their failures alike.
+ExperimentResult isolated_outcome(const ProcessResult& run, const std::string& answer,
+                                  const std::string& stage, std::chrono::seconds timeout);
 
 }  // namespace ak

@@ -1,10 +1,12 @@
 #include "harness/prepared_case.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "core/error.h"
@@ -25,17 +27,17 @@ std::vector<int64_t> sample_rows(const Signature& sig, std::mt19937_64& rng) {
   return {rows.begin(), rows.end()};
 }
 
-std::shared_ptr<const PreparedCase> build(const Op& op, const Problem& problem, DType dtype,
-                                          const std::string& input_case, uint64_t seed) {
+std::shared_ptr<const PreparedCase> build(const Op& op, const CaseSpec& set) {
+  const Problem& problem = set.problem;
   auto prepared = std::make_shared<PreparedCase>();
-  prepared->signature = op.signature(problem, dtype);
+  prepared->signature = op.signature(problem, set.dtype);
   const Signature& sig = prepared->signature;
 
   std::vector<Values> inputs;
   for (const auto& spec : sig.inputs)
     inputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()))});
-  std::mt19937_64 rng(seed);
-  op.generate(problem, input_case, rng, inputs);
+  std::mt19937_64 rng(set.seed);
+  op.generate(problem, set.input_case, rng, inputs);
   // The reference sees exactly what the kernel reads: the values after rounding to the dtype.
   for (auto& input : inputs) {
     prepared->input_bytes.push_back(encode(input.spec, input.data));
@@ -49,22 +51,92 @@ std::shared_ptr<const PreparedCase> build(const Op& op, const Problem& problem, 
   return prepared;
 }
 
+Key key_of(const Op& op, const CaseSpec& set) {
+  return {std::string(op.name()), set.problem.to_string(), static_cast<int>(set.dtype), set.input_case,
+          set.seed};
+}
+
+// Kept: one plan's sets, never evicted until keep_prepared_cases replaces them. Recent: anything
+// else drawn, bounded so that large cases of earlier problems do not pile up.
+struct Cache {
+  std::mutex mutex;
+  std::map<Key, std::shared_ptr<const PreparedCase>> kept, recent;
+};
+
+Cache& cache() {
+  static Cache instance;
+  return instance;
+}
+
+// Draws sets[i] for every i on `threads` threads pulling indices in turn; the largest sets go
+// first (the caller sorts) so that no thread is left with a big one at the end.
+void draw_in_parallel(const Op& op, const std::vector<CaseSpec>& sets, const std::vector<Key>& keys) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < sets.size();) {
+      std::shared_ptr<const PreparedCase> prepared;
+      try {
+        prepared = build(op, sets[i]);
+      } catch (const std::exception&) {
+        continue;  // the experiment draws it itself and reports the error where it happens
+      }
+      std::lock_guard lock(cache().mutex);
+      cache().kept.emplace(keys[i], std::move(prepared));
+    }
+  };
+  const size_t n_threads = std::min<size_t>(sets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::jthread> threads;
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  work();
+}
+
+int64_t elements_of(const Op& op, const CaseSpec& set) {
+  try {
+    int64_t n = 0;
+    for (const auto& spec : op.signature(set.problem, set.dtype).outputs) n += spec.numel();
+    return n;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
-std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const Problem& problem, DType dtype,
-                                                 const std::string& input_case, uint64_t seed) {
-  static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<const PreparedCase>> cache;
-  const Key key{std::string(op.name()), problem.to_string(), static_cast<int>(dtype), input_case, seed};
+std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& set) {
+  Cache& c = cache();
+  const Key key = key_of(op, set);
   {
-    std::lock_guard lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.kept.find(key); it != c.kept.end()) return it->second;
+    if (auto it = c.recent.find(key); it != c.recent.end()) return it->second;
   }
-  auto prepared = build(op, problem, dtype, input_case, seed);
-  std::lock_guard lock(mutex);
+  auto prepared = build(op, set);
+  std::lock_guard lock(c.mutex);
   // Keep memory bounded: large cases are only worth keeping for the current problem.
-  if (cache.size() > 64) cache.clear();
-  return cache.emplace(key, std::move(prepared)).first->second;
+  if (c.recent.size() > 64) c.recent.clear();
+  return c.recent.emplace(key, std::move(prepared)).first->second;
+}
+
+void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
+  Cache& c = cache();
+  std::map<Key, CaseSpec> wanted;
+  for (const auto& set : sets) wanted.emplace(key_of(op, set), set);
+  std::vector<std::pair<int64_t, Key>> missing;
+  {
+    std::lock_guard lock(c.mutex);
+    c.recent.clear();
+    std::erase_if(c.kept, [&](const auto& entry) { return !wanted.contains(entry.first); });
+    for (const auto& [key, set] : wanted)
+      if (!c.kept.contains(key)) missing.emplace_back(elements_of(op, set), key);
+  }
+  std::sort(missing.begin(), missing.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<CaseSpec> to_draw;
+  std::vector<Key> keys;
+  for (const auto& [size, key] : missing) {
+    to_draw.push_back(wanted.at(key));
+    keys.push_back(key);
+  }
+  draw_in_parallel(op, to_draw, keys);
 }
 
 }  // namespace ak

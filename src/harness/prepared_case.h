@@ -11,6 +11,15 @@
 
 namespace ak {
 
+// One input set: what is drawn (problem, dtype, input case) and from which seed. A check names
+// its first set this way too (see checks.h).
+struct CaseSpec {
+  Problem problem;
+  DType dtype = DType::F16;
+  std::string input_case{kRandomCase};
+  uint64_t seed = 0;
+};
+
 struct PreparedCase {
   Signature signature;
   std::vector<std::vector<std::byte>> input_bytes;  // encoded in each input's dtype
@@ -22,7 +31,15 @@ struct PreparedCase {
 inline constexpr double kFullReferenceFlops = 4e9;
 inline constexpr int kSampledRows = 48;
 
-std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const Problem& problem, DType dtype,
-                                                 const std::string& input_case, uint64_t seed);
+// From the cache when this process has drawn the set before (kept sets always, others while the
+// cache is small), else drawn now.
+std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& set);
+
+// Makes exactly `sets` the kept ones: those kept already stay, the others are dropped first (one
+// plan's references can take gigabytes), and the missing ones are drawn on parallel CPU threads,
+// all joined before it returns. Never touches a device, so a process may fork after it and its
+// children find every set in their copy of the cache. A set that cannot be drawn is skipped: the
+// experiment meets the same error when it draws the set itself.
+void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets);
 
 }  // namespace ak

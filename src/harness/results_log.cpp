@@ -48,7 +48,7 @@ class LockedFile {
 
 std::string results_header() {
   return "timestamp\tcommand\top\tkernel\tconfig\tbackend\tdevice\tdtype\tshape\tstatus\tstage\treason\t"
-         "median_us\tnoise\tsamples\tgbps\ttflops\troofline\n";
+         "median_us\tnoise\tsamples\tgbps\ttflops\troofline\texperiment\tname\tdecision\tcommit\telapsed_s\n";
 }
 
 void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
@@ -61,10 +61,38 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
        << to_string(q.dtype) << '\t' << q.problem.to_string() << '\t' << to_string(r.status) << '\t'
        << r.stage << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
        << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
-       << r.roofline << '\n';
+       << r.roofline << '\t' << row.experiment << '\t' << clean(row.name) << '\t' << row.decision << '\t'
+       << row.commit << '\t' << row.elapsed_s << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());
+}
+
+std::vector<ResultRecord> read_results(const std::filesystem::path& tsv) {
+  std::vector<ResultRecord> rows;
+  if (!std::filesystem::exists(tsv)) return rows;
+  const std::string text = read_text_file(tsv);
+  std::vector<std::string> header;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = text.find('\n', begin);
+    if (end == std::string::npos) break;  // a torn last line
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream line(text.substr(begin, end - begin));
+    while (std::getline(line, field, '\t')) fields.push_back(field);
+    if (text.substr(begin, end - begin).ends_with('\t')) fields.emplace_back();
+    begin = end + 1;
+    if (header.empty()) {
+      header = std::move(fields);
+      continue;
+    }
+    if (fields.size() != header.size()) continue;
+    ResultRecord record;
+    for (size_t i = 0; i < header.size(); ++i) record[header[i]] = fields[i];
+    rows.push_back(std::move(record));
+  }
+  return rows;
 }
 
 }  // namespace ak

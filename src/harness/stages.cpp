@@ -36,10 +36,10 @@ std::vector<Stage> plan_stages(const Op& op, const StagePlan& plan) {
     stages.push_back(std::move(edge));
   }
 
-  // Each check draws its own inputs: seeds spaced by 2 (a check uses seed and seed + 1).
+  // Each check draws its own input sets: seeds spaced by the sets a check uses.
   uint64_t seed = plan.seed;
   for (auto& stage : stages)
-    for (auto& c : stage.cases) c.seed = (seed += 2);
+    for (auto& c : stage.cases) c.seed = (seed += kInputSetsPerCheck);
 
   if (!plan.quick) {
     // Determinism repeats inputs the sweep already drew (references cached in this process):
@@ -79,6 +79,17 @@ bool run_correctness_stages(const CheckContext& ctx, const StagePlan& plan, Expe
     if (!report.passed) return false;
   }
   return true;
+}
+
+std::vector<CaseSpec> stage_input_sets(const Op& op, const StagePlan& plan) {
+  std::vector<CaseSpec> sets;
+  for (const Stage& stage : plan_stages(op, plan))
+    for (const CaseSpec& c : stage.cases) {
+      // run_determinism repeats the check's first set; run_check draws every set.
+      const int n_sets = stage.determinism ? 1 : kInputSetsPerCheck;
+      for (int set = 0; set < n_sets; ++set) sets.push_back(input_set(c, set));
+    }
+  return sets;
 }
 
 }  // namespace ak

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "harness/checks.h"
 #include "harness/result.h"
@@ -28,5 +29,9 @@ using Progress = std::function<void(std::string_view)>;
 // Returns whether every stage passed. Device faults propagate as Error(Crash).
 bool run_correctness_stages(const CheckContext& ctx, const StagePlan& plan, ExperimentResult& result,
                             const Progress& progress);
+
+// Every input set the stages draw for `plan` (prepare_case's keys, in the stages' order, with
+// repeats where a stage reuses another's), for preparing them before the run.
+std::vector<CaseSpec> stage_input_sets(const Op& op, const StagePlan& plan);
 
 }  // namespace ak

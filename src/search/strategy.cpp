@@ -1,12 +1,12 @@
 #include "search/strategy.h"
 
-#include <limits>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "core/error.h"
+#include "search/strategy_space.h"
 
 namespace ak {
 namespace {
@@ -46,17 +46,6 @@ class SequenceStrategy final : public Strategy {
   size_t absorbed_ = 0;
 };
 
-// A uniform draw in [0, bound). std::uniform_int_distribution (and std::shuffle) differ between
-// standard libraries, while mt19937_64's raw output is fixed by the standard, so drawing from
-// it directly keeps a seed's order the same wherever a run is resumed.
-uint64_t draw_below(std::mt19937_64& rng, uint64_t bound) {
-  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  const uint64_t limit = kMax - kMax % bound;  // a whole number of cycles of `bound`: no bias
-  uint64_t x = rng();
-  while (x >= limit) x = rng();
-  return x % bound;
-}
-
 std::unique_ptr<Strategy> make_exhaustive(std::vector<Config> feasible, uint64_t) {
   return std::make_unique<SequenceStrategy>("exhaustive", std::move(feasible));
 }
@@ -70,9 +59,20 @@ std::unique_ptr<Strategy> make_random(std::vector<Config> feasible, uint64_t see
 constexpr StrategyEntry kStrategies[] = {
     {"exhaustive", "every feasible config once, in declaration order", make_exhaustive},
     {"random", "every feasible config once, in a random order fixed by the seed", make_random},
+    {"local", "one- then two-parameter steps around the fastest config, restarting at random",
+     make_local_search},
+    {"anneal", "simulated annealing over one-parameter steps, cooling as results arrive", make_annealing},
+    {"model", "an additive model of log time per parameter value proposes the most promising config",
+     make_model_search},
 };
 
 }  // namespace
+
+std::string strategies_help() {
+  std::string text;
+  for (const auto& e : strategy_table()) text += "\n  " + std::string(e.name) + ": " + std::string(e.summary);
+  return text;
+}
 
 std::span<const StrategyEntry> strategy_table() {
   return kStrategies;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,8 +18,9 @@ namespace ak {
 
 struct Trial {
   Config config;
-  bool ok = false;  // false: did not compile, or failed the harness
+  bool ok = false;  // false: did not compile, or failed the harness (or still pending)
   double seconds = 0;
+  bool pending = false;  // proposed and being built or run; no result yet
 };
 
 class Strategy {
@@ -41,6 +43,8 @@ struct StrategyEntry {
 
 // Every known strategy, in the order --help lists them.
 std::span<const StrategyEntry> strategy_table();
+// "NAME: summary" for each strategy, one per line, for --help texts.
+std::string strategies_help();
 
 // Builds the strategy called `name` over `feasible` (from feasible_configs). A seeded strategy
 // proposes the same sequence for the same seed on every machine, so a resumed run continues it.

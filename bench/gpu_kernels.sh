@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build (with the gpu tests), run the gpu-labelled tests, then bench
+# every CUDA kernel in OPS through the full harness at its standard problem (and tune it with
+# TUNE_BUDGET when set). Logs under $OUT; a short table is printed last.
+#   OPS=matmul,flash_attention TUNE_BUDGET=90s bash bench/gpu_kernels.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-logs}
+mkdir -p "$OUT"
+PREFIX=$PWD/.carry/root/usr
+export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
+export PATH=$PATH:/usr/local/cuda/bin
+OPS=${OPS:-matmul,flash_attention,fused_mlp}
+TUNE_BUDGET=${TUNE_BUDGET:-}
+GPU_TESTS=${GPU_TESTS:-1}
+AK=$PWD/build-gpu/autokernel
+
+echo "== build"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DCMAKE_PREFIX_PATH="$PREFIX" \
+  >"$OUT/build.log" 2>&1 && ninja -C build-gpu autokernel autokernel_gpu_tests >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+if [[ $GPU_TESTS == 1 ]]; then
+  echo "== gpu tests"
+  ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
+  tail -3 "$OUT/ctest-gpu.log"
+fi
+"$AK" device --json >"$OUT/device.json"
+
+for op in ${OPS//,/ }; do
+  echo "== bench $op"
+  "$AK" bench "kernels/cuda/$op.cu" --op "$op" --json --results "$OUT/results.tsv" >"$OUT/bench-$op.json" 2>/dev/null
+  python3 - "$OUT/bench-$op.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+stages = " ".join(f"{s['stage']}:{'ok' if s['passed'] else 'FAIL'}({s['checks']})" for s in r["stages"])
+print(f"{r['op']} {r['problem']} {r['dtype']}: {r['status']} {r.get('stage','')} {r.get('reason','')[:400]}")
+print(f"  {stages}")
+if r["status"] == "PASS":
+    print(f"  {r['timing']['median_us']:.1f} us  {r['tflops']:.1f} TFLOP/s  {r['gbps']:.0f} GB/s  {100*r['roofline']:.1f}% of roofline")
+PY
+  if [[ -n $TUNE_BUDGET ]]; then
+    echo "== tune $op ($TUNE_BUDGET)"
+    "$AK" tune "kernels/cuda/$op.cu" --op "$op" --budget "$TUNE_BUDGET" --results "$OUT/results.tsv" 2>&1 |
+      tee "$OUT/tune-$op.txt" | grep -E "^\[|best|faster|no config" | cut -c1-220
+  fi
+done

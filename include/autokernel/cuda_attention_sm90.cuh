@@ -1,0 +1,341 @@
+// Hopper pieces for the wgmma variant of kernels/cuda/flash_attention.cu (sm_90a only): 4-d
+// tensor maps over strided [B, H, S, D] views, their TMA loads, and wgmma with the A operand in
+// registers. Barriers, descriptors and the shared-operand wgmma come from cuda_gemm_sm90.cuh.
+//
+// Register A operand of wgmma.m64nNk16 with 16-bit inputs (PTX ISA, "Register fragments and
+// shared memory matrix layouts", wgmma A): warp w of the warpgroup holds rows 16 w .. 16 w + 15
+// of the 64 x 16 tile in the layout of the mma.m16n8k16 A fragment: with g = lane / 4 and
+// t = lane % 4, a0 = row g, cols 2t, 2t+1; a1 = row g+8, same cols; a2 = row g, cols 2t+8, 2t+9;
+// a3 = row g+8, cols 2t+8, 2t+9 (low half = lower column). That is the accumulator layout of two
+// adjacent 8-column groups of a wgmma result, so probabilities feed P V without moving.
+#pragma once
+
+#include "autokernel/cuda_attention.cuh"
+#include "autokernel/cuda_gemm_sm90.cuh"
+
+namespace ak_attention_sm90 {
+
+using namespace ak_gemm::sm90;
+
+// A [B, H, S, D] view (strides in elements, inner stride 1) read in boxes of 64 columns (128
+// bytes) x box_rows rows of one head, stored with the 128-byte swizzle. Rows past S of a head
+// read as zeros: S is a dimension of its own, so a box never spills into the next head.
+template <typename T>
+bool make_head_map(CUtensorMap* map, const T* base, const int64_t (&shape)[4], const int64_t (&strides)[3],
+                   int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(shape[3]), static_cast<cuuint64_t>(shape[2]),
+                              static_cast<cuuint64_t>(shape[1]), static_cast<cuuint64_t>(shape[0])};
+  const cuuint64_t bytes[3] = {static_cast<cuuint64_t>(strides[2]) * sizeof(T),
+                               static_cast<cuuint64_t>(strides[1]) * sizeof(T),
+                               static_cast<cuuint64_t>(strides[0]) * sizeof(T)};
+  for (const cuuint64_t b : bytes)
+    if (b % 16 != 0 || b == 0 || b >= (1ull << 40)) return false;
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode(map, type, 4, const_cast<T*>(base), dims, bytes, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Box (column x, row y of head h of batch b) of `map` into shared memory, completing on `bar`.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int x, int y, int h, int b,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(h), "r"(b), "r"(bar)
+      : "memory");
+}
+
+#define AK_WGMMA_RS(TYPE)                                                                \
+  asm volatile(                                                                          \
+      "{\n .reg .pred p;\n setp.ne.b32 p, %68, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" AK_WGMMA_REGS_64 \
+      "}, {%64, %65, %66, %67}, %69, p, 1, 1, 1;\n}\n"                                   \
+      : AK_WGMMA_OUTS_64(d)                                                              \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(1), "l"(b))
+
+// d (64 x 128 per warpgroup, fp32) += A (64 x 16 in registers) * B (16 x 128, MN-major in shared
+// memory: the descriptor's transpose bit is set).
+template <typename T>
+__device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (std::is_same_v<T, __half>)
+    AK_WGMMA_RS("f16");
+  else
+    AK_WGMMA_RS("bf16");
+}
+#undef AK_WGMMA_RS
+
+}  // namespace ak_attention_sm90
+
+namespace ak_attention_sm90 {
+
+// Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
+// rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys.
+constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWarps = 8, kStages = 2;
+
+// Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle:
+//   Q        2 slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
+//   stage s  K: 2 slabs as Q (K-major B operand); V: 4 boxes of 64 keys x 64 columns, box
+//            (key half kh, column half dh) at 16384 kh + 8192 dh (MN-major B operand: LBO 8192
+//            to the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
+//   barriers q_full, full[kStages], empty[kStages]
+constexpr int kSlabBytes = 128 * 128, kQBytes = 2 * kSlabBytes, kKBytes = 2 * kSlabBytes;
+constexpr int kStageBytes = kKBytes + 4 * 8192;
+constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (1 + 2 * kStages) * 8 + 1024;
+
+struct Problem {
+  int seq, group;
+  float scale_log2;
+  bool causal;
+};
+
+struct Out {
+  void* o;
+  int64_t sb, sh, ss;
+};
+
+__device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
+                                        uint32_t smem, uint32_t bars, int m0, int n_tiles, int h, int kv_h,
+                                        int b) {
+  const uint32_t q_full = bars;
+  mbar_arrive_expect_tx(q_full, kQBytes);
+  for (int dh = 0; dh < 2; ++dh) tma_load_4d(smem + dh * kSlabBytes, mq, dh * 64, m0, h, b, q_full);
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int stage = tile % kStages;
+    const uint32_t full = bars + (1 + stage) * 8, empty = bars + (1 + kStages + stage) * 8;
+    mbar_wait(empty, ((tile / kStages) & 1) ^ 1);  // a fresh barrier counts its previous phase as done
+    mbar_arrive_expect_tx(full, kStageBytes);
+    const uint32_t k = smem + kQBytes + stage * kStageBytes, v = k + kKBytes;
+    for (int dh = 0; dh < 2; ++dh) tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, b, full);
+    for (int kh = 0; kh < 2; ++kh)
+      for (int dh = 0; dh < 2; ++dh)
+        tma_load_4d(v + kh * 16384 + dh * 8192, mv, dh * 64, tile * kKeys + kh * 64, kv_h, b, full);
+  }
+}
+
+// One consumer warpgroup: rows m0 + 64 c .. + 63; warp w, lane: rows 16 w + g (+ 8) of those,
+// with the accumulator columns 8 j + 2 t + {0, 1} in d[4 j + {0, 1}] (row g) and d[4 j + {2, 3}]
+// (row g + 8) (PTX ISA, wgmma D fragment for .m64nNk16 with f32).
+//
+// Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T and then O += P(t) V(t), and runs
+// the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores; O is rescaled only after
+// that group has completed, and P(t + 1) replaces P(t) in registers only then as well.
+template <typename T>
+struct Consumer {
+  int c, warp, lane;
+  float o[64];
+  uint32_t pa[kKeys / 16][4];  // P of the tile in flight, as the register A operand
+  float rescale[2];            // what O must be multiplied by before the next P V
+  ak_cuda::RowState rows[2];
+
+  // Masks, folds the tile into the row states and leaves exp2(s - shift) in s; O is untouched.
+  __device__ __forceinline__ void softmax(float (&s)[64], const Problem& p, bool mask, int n0,
+                                          int first_row) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      s[i] *= p.scale_log2;
+      if (mask) {
+        const int key = n0 + 8 * (i / 4) + 2 * t + (i & 1), row = first_row + g + 8 * ((i / 2) & 1);
+        if (key >= p.seq || (p.causal && key > row)) s[i] = -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      float shift;
+      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max), shift);
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        s[4 * j + 2 * r] = ak_cuda::fast_exp2(s[4 * j + 2 * r] - shift);
+        s[4 * j + 2 * r + 1] = ak_cuda::fast_exp2(s[4 * j + 2 * r + 1] - shift);
+        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      }
+      rows[r].sum += sum;  // this thread's columns; the quad is summed at the end
+    }
+  }
+
+  // Once no P V is in flight: O *= rescale, and P = s in 16 bits.
+  __device__ __forceinline__ void take(const float (&s)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] *= rescale[(i / 2) & 1];
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kk][r] = ak_cuda::pack2<T>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+  }
+
+  __device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q, uint32_t k) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kDim / 16; ++kk) {
+      const uint32_t step = (kk / 4) * kSlabBytes + (kk % 4) * 32;
+      wgmma<T, 128, false>(s, smem_desc(q + c * 8192 + step, 16, 1024), smem_desc(k + step, 16, 1024));
+    }
+    wgmma_commit();
+  }
+
+  __device__ __forceinline__ void issue_pv(uint32_t v) {
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk)
+      wgmma_rs_trans<T>(o, pa[kk], smem_desc(v + (kk / 4) * 16384 + (kk % 4) * 2048, 8192, 1024));
+    wgmma_commit();
+  }
+
+  __device__ __forceinline__ void settle(float (&s)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) fence_register(s[i]);
+  }
+  __device__ __forceinline__ void settle_pv() {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) fence_register(o[i]);
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(pa[kk][r])::"memory");
+  }
+
+  // Tiles [0, active) (active >= 1) hold keys for this warpgroup; the rest are only released.
+  __device__ __forceinline__ void run(uint32_t smem, uint32_t bars, const Problem& p, int m0, int n_tiles,
+                                      int active) {
+    const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
+    const auto key_tile = [&](int tile) { return smem + kQBytes + (tile % kStages) * kStageBytes; };
+    const auto wait_full = [&](int tile) {
+      mbar_wait(bars + (1 + tile % kStages) * 8, (tile / kStages) & 1);
+    };
+    const auto release = [&](int tile) {
+      if (lane == 0) mbar_arrive(bars + (1 + kStages + tile % kStages) * 8);
+    };
+    const auto masked = [&](int n0) { return n0 + kKeys > p.seq || (p.causal && n0 + kKeys - 1 > wg_first); };
+    float s[64];
+    // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
+    // serializing the asynchronous groups.
+    wait_full(0);
+    wgmma_fence();
+    issue_scores(s, smem, key_tile(0));
+    wgmma_wait<0>();
+    settle(s);
+    softmax(s, p, masked(0), 0, first_row);
+    take(s);
+#pragma unroll 1
+    for (int tile = 0; tile + 1 < active; ++tile) {
+      const int n1 = (tile + 1) * kKeys;
+      wait_full(tile + 1);
+      wgmma_fence();
+      issue_scores(s, smem, key_tile(tile + 1));
+      issue_pv(key_tile(tile) + kKBytes);
+      wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
+      settle(s);
+      softmax(s, p, masked(n1), n1, first_row);
+      wgmma_wait<0>();
+      settle_pv();
+      release(tile);
+      take(s);
+    }
+    wgmma_fence();
+    issue_pv(key_tile(active - 1) + kKBytes);
+    wgmma_wait<0>();
+    settle_pv();
+    release(active - 1);
+#pragma unroll 1
+    for (int tile = active; tile < n_tiles; ++tile) {
+      wait_full(tile);  // the copy must land before its stage is handed back
+      release(tile);
+    }
+  }
+
+  __device__ __forceinline__ void store(const Out& out, int b, int h, int m0, int seq) const {
+    const int g = lane / 4, t = lane % 4;
+    T* base = static_cast<T*>(out.o) + b * out.sb + h * out.sh;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float inv = 1.0f / ak_cuda::quad_sum(rows[r].sum);
+      const int row = m0 + 64 * c + 16 * warp + g + 8 * r;
+      if (row >= seq) continue;
+      T* dst = base + row * out.ss + 2 * t;
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+        *reinterpret_cast<uint32_t*>(dst + 8 * j) =
+            ak_cuda::pack2<T>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    }
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
+                    const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t bars = smem + kQBytes + kStages * kStageBytes;
+  const int m0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kRows;  // heavy causal tiles first
+  const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z), kv_h = h / p.group;
+  const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
+  const int n_tiles = (end + kKeys - 1) / kKeys;
+  if (threadIdx.x == 0) {
+    mbar_init(bars, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bars + (1 + s) * 8, 1);                         // full: the producer's arrive + bytes
+      mbar_init(bars + (1 + kStages + s) * 8, kConsumerWarps);  // empty: one arrive per warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x == 0) produce(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    Consumer<T> w;
+    w.c = static_cast<int>(threadIdx.x / 128) - 1;
+    w.warp = static_cast<int>(threadIdx.x / 32) % 4;
+    w.lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) w.o[i] = 0.0f;
+    mbar_wait(bars, 0);  // Q
+    // A causal warpgroup has nothing to add from tiles that start past its last row.
+    const int wg_last = m0 + 64 * w.c + 63;
+    w.run(smem, bars, p, m0, n_tiles, p.causal ? min(n_tiles, wg_last / kKeys + 1) : n_tiles);
+    w.store(out, b, h, m0, p.seq);
+  }
+}
+
+}  // namespace ak_attention_sm90
+
+namespace ak_attention_sm90 {
+
+// Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 128, 16-byte aligned
+// bases and strides already checked); AK_ERR_UNSUPPORTED when this device or these views cannot
+// take it, so that the caller falls back to another variant.
+template <typename T>
+int launch(const ak_call* call, const Problem& p) {
+  if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
+  CUtensorMap maps[3];
+  const int box_rows[3] = {kRows, kKeys, 64};
+  for (int i = 0; i < 3; ++i) {
+    const ak_tensor& t = call->inputs[i];
+    const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+    const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
+    if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
+      return AK_ERR_UNSUPPORTED;
+  }
+  const auto kernel = attention_wgmma<T>;
+  if (!ak_gemm::allow_shared_memory(kernel, kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  const ak_tensor& o = call->outputs[0];
+  const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
+  const dim3 grid(static_cast<unsigned>((p.seq + kRows - 1) / kRows), static_cast<unsigned>(o.shape[1]),
+                  static_cast<unsigned>(o.shape[0]));
+  kernel<<<grid, kThreads, kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+  return ak_cuda::check_launch();
+}
+
+}  // namespace ak_attention_sm90

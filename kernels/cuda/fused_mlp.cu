@@ -1,0 +1,187 @@
+// fused_mlp, CUDA: y = (silu(x w_gate^T) * (x w_up^T)) w_down^T, silu(g) = g / (1 + exp(-g)).
+// Inputs x[M, D], w_gate[F, D], w_up[F, D], w_down[D, F] (torch.nn.Linear layout: inner strides
+// 1, row strides free, w_gate and w_up with the same row stride); output y[M, D] of x's dtype; no
+// scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, D, F >= 1.
+// Machinery in include/autokernel/cuda_gemm.cuh.
+//
+// Two launches on the stream, with the intermediate h[M, F] in a stream-ordered workspace
+// (cudaMallocAsync / cudaFreeAsync) of x's dtype, rounded once as PyTorch eager rounds it:
+//   up      h = silu(x w_gate^T) * (x w_up^T): one main loop reads an x tile once and the gate
+//           and up tiles of the same F columns, keeping both accumulators; the epilogue applies
+//           silu(g) * u in fp32 and rounds.
+//   down    y = h w_down^T.
+// Variants, picked per call (as in matmul.cu):
+//   mma     fp16/bf16, mma.sync.m16n8k16 from swizzled shared memory, STAGES-deep cp.async
+//           pipeline with zero-filled edges; needs 16-byte aligned rows and D, F multiples of 8.
+//   mma, element loads
+//           the same with element-by-element tile loads (odd D or F, misaligned views).
+//   wgmma   fp16/bf16 when WGMMA = 1 and the bases and row strides are 16-byte aligned (any
+//           M, D, F): Hopper warpgroup MMA with TMA and an mbarrier pipeline on a persistent
+//           grid (include/autokernel/cuda_gemm_sm90.cuh); up takes 128 x 128 tiles of gate and
+//           of up (two m64n128 accumulators per consumer thread), down 128 x 256 tiles, both
+//           64 deep, STAGES stages. Other calls take the mma variants with their default tiles.
+//   simt    fp32 FFMA: 128 x 64 tiles (per weight matrix) for up, 128 x 128 for down.
+// No split-K, no atomics: repeated runs are bitwise equal.
+//
+// Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
+// them):
+//   BLOCK_M, BLOCK_N  output tile of an up block (BLOCK_N columns of gate and of up); a down
+//                     block covers BLOCK_M x 2 BLOCK_N, so both keep the same accumulators
+//   BLOCK_K           k-depth of a shared-memory stage
+//   WARPS_M, WARPS_N  warps along M and N
+//   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
+//   WGMMA             1: the wgmma variant, whose tiles are fixed (BLOCK_M x BLOCK_N x BLOCK_K =
+//                     128 x 128 x 64 there, WARPS_* at 2 x 4); STAGES still sets its depth
+//
+// @tune BLOCK_M: 64, 128, 256
+// @tune BLOCK_N: 32, 64, 128
+// @tune BLOCK_K: 32, 64
+// @tune WARPS_M: 1, 2, 4
+// @tune WARPS_N: 1, 2, 4
+// @tune STAGES: 2, 3, 4, 5
+// @tune WGMMA: 0, 1
+// @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
+// @require WARPS_M * WARPS_N >= 4
+// @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
+// @require WARPS_M * WARPS_N * ((BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) / 16 + 72) <= 2048
+// @require (BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) <= 2048
+// @require STAGES * (BLOCK_M + 2 * BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
+// @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_N == 128 && BLOCK_K == 64 && STAGES >= 3)
+// @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_sm90.cuh"
+
+#ifndef BLOCK_M
+#define BLOCK_M 128
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 64
+#endif
+#ifndef BLOCK_K
+#define BLOCK_K 32
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 4
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+namespace {
+
+using namespace ak_gemm;
+
+// With WGMMA the calls the wgmma kernels cannot take get the default mma tiles.
+using UpTile = std::conditional_t<WGMMA != 0, MmaTile<128, 64, 32, 2, 4, 4>,
+                                  MmaTile<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>>;
+using DownTile = std::conditional_t<WGMMA != 0, MmaTile<128, 128, 32, 2, 4, 4>,
+                                    MmaTile<BLOCK_M, 2 * BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>>;
+
+template <typename T, int NB, int BN, class Tile, class Epi>
+int launch_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream) {
+  if constexpr (WGMMA != 0) {
+    if (sm90::wgmma_eligible(p)) {
+      const int rc = sm90::launch_wgmma_gemm<T, BLayout::NK, NB, BN, STAGES>(p, epi, stream);
+      if (rc != AK_ERR_UNSUPPORTED) return rc;
+    }
+  }
+  return launch_mma_gemm<T, BLayout::NK, NB, Tile>(p, epi, stream);
+}
+
+// h[m, f] = silu(gate) * up, in fp32, rounded once to T. Saturates cleanly: exp(-g) = inf for
+// very negative g gives g / inf = -0, and exp(-g) = 0 for large g gives g.
+template <typename T>
+struct SwigluStore {
+  StoreC<T> out;
+
+  __device__ __forceinline__ static float swiglu(float gate, float up) {
+    return gate / (1.0f + expf(-gate)) * up;
+  }
+
+  __device__ __forceinline__ void operator()(int row, int col, const float (&v0)[2],
+                                             const float (&v1)[2]) const {
+    const float h0[1] = {swiglu(v0[0], v0[1])};
+    const float h1[1] = {swiglu(v1[0], v1[1])};
+    out(row, col, h0, h1);
+  }
+};
+
+bool is_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
+  if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols) return false;
+  return (cols == 1 || t.strides[1] == 1) && t.strides[0] >= 0;
+}
+
+bool shapes_fit(const ak_call* call) {
+  const ak_tensor& x = call->inputs[0];
+  const ak_tensor& w_gate = call->inputs[1];
+  if (x.ndim != 2 || w_gate.ndim != 2) return false;
+  const int64_t m = x.shape[0], d = x.shape[1], f = w_gate.shape[0];
+  constexpr int64_t kMax = INT_MAX - 512;
+  if (m < 1 || d < 1 || f < 1 || m > kMax || d > kMax || f > kMax) return false;
+  if (call->inputs[2].strides[0] != w_gate.strides[0]) return false;  // one ldb for gate and up
+  return is_matrix(x, m, d) && is_matrix(w_gate, f, d) && is_matrix(call->inputs[2], f, d) &&
+         is_matrix(call->inputs[3], d, f) && is_matrix(call->outputs[0], m, d);
+}
+
+template <typename T>
+int launch_both(const ak_call* call, T* h, cudaStream_t stream) {
+  const ak_tensor& x = call->inputs[0];
+  const ak_tensor& w_down = call->inputs[3];
+  const ak_tensor& y = call->outputs[0];
+  const int m = static_cast<int>(x.shape[0]), d = static_cast<int>(x.shape[1]);
+  const int f = static_cast<int>(call->inputs[1].shape[0]);
+  const GemmProblem<T, 2> up{
+      static_cast<const T*>(x.data),
+      {static_cast<const T*>(call->inputs[1].data), static_cast<const T*>(call->inputs[2].data)},
+      x.strides[0],
+      call->inputs[1].strides[0],
+      m,
+      f,
+      d};
+  const SwigluStore<T> swiglu{make_store(h, f, m, f)};
+  const GemmProblem<T, 1> down{h, {static_cast<const T*>(w_down.data)}, f, w_down.strides[0], m, d, f};
+  const StoreC<T> store = make_store(static_cast<T*>(y.data), y.strides[0], m, d);
+  int rc = AK_OK;
+  if constexpr (sizeof(T) == 4) {
+    rc = launch_simt_gemm<BLayout::NK, 2>(up, swiglu, stream);
+    if (rc == AK_OK) rc = launch_simt_gemm<BLayout::NK, 1>(down, store, stream);
+  } else {
+    rc = launch_gemm<T, 2, 128, UpTile>(up, swiglu, stream);
+    if (rc == AK_OK) rc = launch_gemm<T, 1, 256, DownTile>(down, store, stream);
+  }
+  return rc;
+}
+
+template <typename T>
+int launch(const ak_call* call) {
+  const cudaStream_t stream = ak_cuda::stream_of(call);
+  const size_t h_bytes = static_cast<size_t>(call->inputs[0].shape[0]) * call->inputs[1].shape[0] * sizeof(T);
+  void* h = nullptr;
+  if (cudaMallocAsync(&h, h_bytes, stream) != cudaSuccess) {
+    (void)cudaGetLastError();  // the failure is reported here, not left for the next launch
+    return AK_ERR_LAUNCH;
+  }
+  const int rc = launch_both(call, static_cast<T*>(h), stream);
+  // Stream-ordered: the memory returns to the pool only after both launches have finished.
+  const bool freed = cudaFreeAsync(h, stream) == cudaSuccess;
+  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+}
+
+}  // namespace
+
+extern "C" int ak_launch(const ak_call* call) {
+  if (call == nullptr || call->abi_version != AK_ABI_VERSION) return AK_ERR_UNSUPPORTED;
+  if (call->n_inputs != 4 || call->n_outputs != 1) return AK_ERR_UNSUPPORTED;
+  const int32_t dtype = call->inputs[0].dtype;
+  for (int i = 1; i < 4; ++i)
+    if (call->inputs[i].dtype != dtype) return AK_ERR_UNSUPPORTED;
+  if (call->outputs[0].dtype != dtype || !shapes_fit(call)) return AK_ERR_UNSUPPORTED;
+  return ak_cuda::dispatch_float_dtype(dtype,
+                                       [&](auto tag) { return launch<typename decltype(tag)::type>(call); });
+}

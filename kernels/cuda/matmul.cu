@@ -1,0 +1,130 @@
+// matmul, CUDA: C[i, j] = sum_k A[i, k] * B[k, j], fp32 accumulation, C rounded once.
+// Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free); output C[M, N] of A's
+// dtype; no scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, N, K >= 1.
+// Machinery in include/autokernel/cuda_gemm.cuh.
+//
+// Variants, picked per call:
+//   mma     fp16/bf16: one BLOCK_M x BLOCK_N tile of C per block, WARPS_M x WARPS_N warps, each
+//           a (BLOCK_M / WARPS_M) x (BLOCK_N / WARPS_N) tile of mma.sync.m16n8k16; A and B tiles
+//           of BLOCK_K go through XOR-swizzled shared memory, STAGES deep, by cp.async with
+//           zero-filled chunks past the edges. Needs rows of A and B 16-byte aligned and K and N
+//           multiples of 8 elements.
+//   mma, element loads
+//           the same with the tiles read element by element (odd K or N, misaligned views).
+//   wgmma   fp16/bf16 when WGMMA = 1 and the bases and row strides are 16-byte aligned (any
+//           M, N, K): Hopper warpgroup MMA on a persistent grid of one block per SM, 128 x
+//           BLOCK_N x 64 tiles brought in by TMA, STAGES deep, a producer warpgroup and two
+//           consumer warpgroups (include/autokernel/cuda_gemm_sm90.cuh). Other calls take the
+//           mma variants with their default tiles.
+//   simt    fp32: 128 x 128 x 8 tiles, 8 x 8 outputs per thread, FFMA.
+// Blocks walk the tiles in groups of 8 tile rows so that a wave shares A and B in L2. No
+// split-K: every output is one thread's fixed-order sum (repeated runs are bitwise equal).
+//
+// Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
+// them):
+//   BLOCK_M, BLOCK_N  output tile of a block
+//   BLOCK_K           k-depth of a shared-memory stage
+//   WARPS_M, WARPS_N  warps along M and N
+//   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
+//   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
+//                     (128 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes its own)
+//
+// @tune BLOCK_M: 64, 128, 256
+// @tune BLOCK_N: 64, 128, 256
+// @tune BLOCK_K: 32, 64
+// @tune WARPS_M: 1, 2, 4
+// @tune WARPS_N: 1, 2, 4
+// @tune STAGES: 2, 3, 4, 5
+// @tune WGMMA: 0, 1
+// @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
+// @require WARPS_M * WARPS_N >= 4
+// @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
+// @require WARPS_M * WARPS_N * ((BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) / 32 + 72) <= 2048
+// @require (BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) <= 4096
+// @require STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
+// @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_N >= 128 && BLOCK_K == 64 && STAGES >= 3)
+// @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_sm90.cuh"
+
+#ifndef BLOCK_M
+#define BLOCK_M 128
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef BLOCK_K
+#define BLOCK_K 32
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 4
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+namespace {
+
+using namespace ak_gemm;
+
+// With WGMMA the tuning parameters shape the wgmma tile; calls it cannot take get these tiles.
+using Tile = std::conditional_t<WGMMA != 0, MmaTile<128, 128, 32, 2, 4, 4>,
+                                MmaTile<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>>;
+
+bool is_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
+  if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols) return false;
+  // A single column has no inner stride to speak of.
+  return (cols == 1 || t.strides[1] == 1) && t.strides[0] >= 0;
+}
+
+bool shapes_fit(const ak_call* call) {
+  const ak_tensor& a = call->inputs[0];
+  const ak_tensor& b = call->inputs[1];
+  const ak_tensor& c = call->outputs[0];
+  if (a.ndim != 2 || b.ndim != 2) return false;
+  const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  if (m < 1 || n < 1 || k < 1 || m > INT_MAX - 512 || n > INT_MAX - 512 || k > INT_MAX - 512) return false;
+  return is_matrix(a, m, k) && is_matrix(b, k, n) && is_matrix(c, m, n);
+}
+
+template <typename T>
+int launch(const ak_call* call) {
+  const ak_tensor& a = call->inputs[0];
+  const ak_tensor& b = call->inputs[1];
+  const ak_tensor& c = call->outputs[0];
+  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]),
+            n = static_cast<int>(b.shape[1]);
+  const GemmProblem<T, 1> p{
+      static_cast<const T*>(a.data), {static_cast<const T*>(b.data)}, a.strides[0], b.strides[0], m, n, k};
+  const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
+  const cudaStream_t stream = ak_cuda::stream_of(call);
+  if constexpr (sizeof(T) == 4) {
+    return launch_simt_gemm<BLayout::KN, 1>(p, store, stream);
+  } else {
+    if constexpr (WGMMA != 0) {
+      if (sm90::wgmma_eligible(p)) {
+        const int rc = sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES>(p, store, stream);
+        if (rc != AK_ERR_UNSUPPORTED) return rc;
+      }
+    }
+    return launch_mma_gemm<T, BLayout::KN, 1, Tile>(p, store, stream);
+  }
+}
+
+}  // namespace
+
+extern "C" int ak_launch(const ak_call* call) {
+  if (call == nullptr || call->abi_version != AK_ABI_VERSION) return AK_ERR_UNSUPPORTED;
+  if (call->n_inputs != 2 || call->n_outputs != 1) return AK_ERR_UNSUPPORTED;
+  const int32_t dtype = call->inputs[0].dtype;
+  if (call->inputs[1].dtype != dtype || call->outputs[0].dtype != dtype || !shapes_fit(call))
+    return AK_ERR_UNSUPPORTED;
+  return ak_cuda::dispatch_float_dtype(dtype,
+                                       [&](auto tag) { return launch<typename decltype(tag)::type>(call); });
+}

@@ -1,0 +1,199 @@
+// `autokernel optimize`: the unattended loop over a workspace's plan (src/loop). Starts a run
+// from workspace/plan.json (written by `extract`) or from the nine-operator suite (--suite), or
+// resumes a killed one (--resume). Every experiment is a line on stdout; `report` draws the rest.
+#include <csignal>
+#include <iomanip>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/print.h"
+#include "core/error.h"
+#include "harness/experiment_server.h"
+#include "loop/orchestrator.h"
+#include "loop/plan.h"
+#include "runtime/ceilings_cache.h"
+#include "search/budget.h"
+#include "search/strategy.h"
+
+namespace ak::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void request_stop(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+struct OptimizeOptions {
+  std::string workspace = "workspace";
+  bool suite = false, resume = false, restart = false, json = false;
+  std::vector<std::string> ops;
+  std::string backend = "auto", budget, kernel_budget, arch;
+  LoopSettings settings;
+  int timeout_s = 120, agent_timeout_s = 600, jobs = 0;
+  double max_time_s = 3.0;
+};
+
+Backend pick_backend(const std::string& name) {
+  if (name != "auto") return parse_backend(name);
+  try {
+    make_runtime(Backend::Cuda);
+    return Backend::Cuda;
+  } catch (const Error&) {
+    return Backend::Host;
+  }
+}
+
+double seconds_of(const std::string& text) {
+  if (text.empty()) return 0;
+  const Budget b = parse_budget(text, 0);
+  if (b.duration == std::chrono::steady_clock::duration::max())
+    throw Error(ErrorKind::Usage, "a kernel budget is a time (e.g. 90s, 10m), got '" + text + "'");
+  return std::chrono::duration<double>(b.duration).count();
+}
+
+RunState open_run(const OptimizeOptions& o, Backend backend, const std::string& device) {
+  const std::filesystem::path ws = o.workspace;
+  if (o.resume) return resume_run(ws);
+  if (std::filesystem::exists(ws / kRunStateFile)) {
+    if (!(o.suite && o.restart))
+      throw Error(ErrorKind::Usage, ws.string() + " already holds a run: continue it with --resume" +
+                                        (o.suite ? ", or start over with --restart" : ""));
+    std::filesystem::remove_all(ws);
+  }
+  if (o.suite && std::filesystem::exists(ws) && !std::filesystem::is_empty(ws))
+    throw Error(ErrorKind::Usage,
+                ws.string() + " is not empty: --suite needs a new workspace (or --restart)");
+  const Plan plan = o.suite ? write_suite_plan(ws, backend, o.ops) : read_plan(ws);
+  return start_run(ws, plan, o.settings, backend, device);
+}
+
+void print_kernel(const KernelState& k, bool starting) {
+  if (starting) {
+    std::cout << "== " << k.name << " (" << k.op << " " << k.shape << " " << k.dtype << ")";
+    if (k.best_us > 0) std::cout << "  best " << std::fixed << std::setprecision(2) << k.best_us << " us";
+    std::cout << std::endl;
+  } else if (!k.done.empty()) {
+    std::cout << "   done: " << k.done << std::endl;
+  }
+}
+
+void print_experiment(const KernelState& k, const Outcome& o, const ExperimentResult& r) {
+  std::cout << "[" << std::setw(4) << o.experiment << "] " << std::left << std::setw(10) << o.decision
+            << std::right << (o.config.empty() ? "(defaults)" : o.config) << "  " << summary_line(r);
+  if (o.decision == "kept" && k.baseline_us > 0)
+    std::cout << "  -> " << std::fixed << std::setprecision(3) << k.baseline_us / k.best_us << "x baseline";
+  std::cout << std::endl;
+}
+
+int run_optimize(OptimizeOptions o) {
+  if (o.resume && o.suite)
+    throw Error(ErrorKind::Usage, "--resume continues the run in the workspace; drop --suite");
+  if (o.settings.proposer == "agent" && o.settings.agent_cmd.empty())
+    throw Error(ErrorKind::Usage, "--proposer agent needs --agent-cmd 'COMMAND'");
+  if (!o.settings.agent_cmd.empty()) o.settings.proposer = "agent";
+  const Backend backend =
+      o.resume ? parse_backend(load_run_state(o.workspace).backend) : pick_backend(o.backend);
+  auto runtime = make_runtime(backend);
+  const std::string device = runtime->info().name;
+  const Ceilings ceilings = device_ceilings(*runtime);
+  RunState state = open_run(o, backend, device);
+  if (o.resume) std::cout << "resuming " << state.branch << " after experiment " << state.experiments << "\n";
+
+  const Budget session =
+      parse_budget(o.budget.empty() && o.suite ? (backend == Backend::Cuda ? "10m" : "2m") : o.budget, 0);
+  LoopEnvironment env;
+  env.workspace = o.workspace;
+  env.backend = backend;
+  env.arch = o.arch.empty() ? runtime->info().arch : o.arch;
+  env.ceilings = ceilings;
+  env.timeout = std::chrono::seconds(o.timeout_s);
+  env.agent_timeout = std::chrono::seconds(o.agent_timeout_s);
+  env.max_timing_s = o.max_time_s;
+  env.jobs = o.jobs;
+  if (session.duration != std::chrono::steady_clock::duration::max())
+    env.session_budget_s = std::chrono::duration<double>(session.duration).count();
+  env.session_max_experiments = static_cast<int>(session.experiments);
+  if (!o.resume) state.settings.kernel_budget_s = seconds_of(o.kernel_budget);
+  runtime.reset();  // the experiments own the device from here on
+  ExperimentServer server;
+  env.server = &server;
+  env.stop = &g_stop;
+  if (!o.json) {
+    env.on_kernel = print_kernel;
+    env.on_experiment = print_experiment;
+    std::cout << "run " << state.branch << " in " << o.workspace << " on " << device << ": "
+              << state.kernels.size() << " kernels, proposer " << state.settings.proposer
+              << (state.settings.proposer == "search" ? " (" + state.settings.strategy + ")" : "")
+              << std::endl;
+  }
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  run_loop(state, env);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  if (o.json) {
+    std::cout << nlohmann::json(state).dump(2) << "\n";
+  } else {
+    std::cout << "\n"
+              << state.experiments << " experiments; projected end-to-end speedup " << std::fixed
+              << std::setprecision(3) << state.projected_speedup << "x"
+              << (g_stop ? " (stopped; continue with --resume)" : "") << "\n"
+              << "details: autokernel report --workspace " << o.workspace << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command optimize_command() {
+  return {
+      "optimize", "the unattended loop: propose, build, check, time, keep (a commit) or revert",
+      [](CLI::App& app) -> Run {
+        auto o = std::make_shared<OptimizeOptions>();
+        app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        app.add_option("--workspace", o->workspace, "the run's directory (a git repository of its own)");
+        app.add_flag("--suite", o->suite, "optimize the nine operators at their standard shapes (no model)");
+        app.add_option("--ops", o->ops, "with --suite: only these operators")->delimiter(',');
+        app.add_flag("--resume", o->resume, "continue the run in the workspace where it stopped");
+        app.add_flag("--restart", o->restart, "with --suite: discard the workspace's run and start over");
+        app.add_option("--budget", o->budget,
+                       "this session's budget: a time (90s, 10m, 1h) or a number of experiments "
+                       "(default: until every kernel is done; 10m on a GPU, 2m on the host with --suite)");
+        app.add_option("--kernel-budget", o->kernel_budget, "time per kernel before moving on (e.g. 5m)");
+        app.add_option("--proposer", o->settings.proposer, "search (the @tune space) or agent")
+            ->check(CLI::IsMember({"search", "agent"}));
+        app.add_option("--strategy", o->settings.strategy,
+                       "search strategy (default anneal):" + strategies_help());
+        app.add_option("--agent-cmd", o->settings.agent_cmd,
+                       "the agent's command line (implies --proposer agent)");
+        app.add_option("--agent-timeout", o->agent_timeout_s, "seconds an agent may take per proposal")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--patience", o->settings.patience,
+                       "experiments in a row without a gain before moving on")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--target", o->settings.roofline_target, "move on at this fraction of the roofline")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--min-gain", o->settings.min_gain,
+                       "smallest relative gain that is kept (and beyond the noise)")
+            ->check(CLI::Range(0.0, 0.5));
+        app.add_option("--backend", o->backend, "cuda, host, or auto (cuda when there is a GPU)")
+            ->check(CLI::IsMember({"auto", "cuda", "host"}));
+        app.add_flag("--quick", o->settings.quick,
+                     "smoke test and the timed problem only (not the full harness)");
+        app.add_option("--seed", o->settings.seed, "seed of the input sets and the strategies");
+        app.add_option("--timeout", o->timeout_s, "seconds before an experiment counts as hung")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--max-time", o->max_time_s, "seconds of timing samples at most per experiment")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--jobs", o->jobs, "parallel builds (default: hardware threads)");
+        app.add_option("--arch", o->arch, "CUDA architecture to build for (default: the device's own)");
+        app.add_flag("--json", o->json, "print the run's final state as JSON instead of progress lines");
+        return [o] { return run_optimize(*o); };
+      }};
+}
+
+}  // namespace ak::cli

@@ -1,0 +1,66 @@
+// The server's side of ExperimentServer (`autokernel worker --serve`): prepare, fork, wait, answer.
+#include <unistd.h>
+
+#include "core/registry.h"
+#include "core/subprocess.h"
+#include "harness/experiment_server.h"
+
+namespace ak {
+namespace {
+
+// The child's side: run_experiment on the cases this process prepared before it forked.
+std::string experiment_in_child(const ExperimentRequest& request) {
+  const ExperimentResult result = run_experiment(
+      request, [](std::string_view stage) { write_line(STDOUT_FILENO, "stage " + std::string(stage)); });
+  return nlohmann::json(result).dump();
+}
+
+ExperimentResult serve_one(const ExperimentRequest& request, std::chrono::seconds timeout, int out_fd) {
+  try {
+    keep_prepared_cases(find_op(request.op), experiment_input_sets(request));
+  } catch (const std::exception&) {
+    // An unknown op: the child meets the same error and reports it as run_isolated's worker would.
+  }
+  write_line(out_fd, "prepared");
+
+  std::string stage = "load";
+  ProcessOptions options;
+  options.timeout = timeout;
+  options.on_line = [&](std::string_view line) {
+    if (line.rfind("stage ", 0) == 0) {
+      stage = line.substr(6);
+      write_line(out_fd, line);
+    }
+  };
+  const ProcessResult run = run_forked([&] { return experiment_in_child(request); }, options);
+  return isolated_outcome(run, run.answer, stage, timeout);
+}
+
+ExperimentResult error_result(const std::string& reason) {
+  ExperimentResult result;
+  result.status = Status::Error;
+  result.stage = "load";
+  result.reason = reason;
+  return result;
+}
+
+}  // namespace
+
+int serve_experiments(int in_fd, int out_fd) {
+  LineReader requests(in_fd);
+  std::string line;
+  while (requests.next(line) == LineRead::Line) {
+    ExperimentResult result;
+    try {
+      const auto message = nlohmann::json::parse(line);
+      const auto request = message.at("request").get<ExperimentRequest>();
+      result = serve_one(request, std::chrono::seconds(message.at("timeout_s").get<int64_t>()), out_fd);
+    } catch (const std::exception& e) {
+      result = error_result(std::string("experiment server: ") + e.what());
+    }
+    if (!write_line(out_fd, "result " + nlohmann::json(result).dump())) return 1;
+  }
+  return 0;
+}
+
+}  // namespace ak

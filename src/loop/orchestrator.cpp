@@ -1,0 +1,52 @@
+#include "loop/orchestrator.h"
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "harness/results_log.h"
+#include "loop/git_repo.h"
+#include "loop/kernel_session.h"
+
+namespace ak {
+
+RunState resume_run(const std::filesystem::path& workspace) {
+  RunState state = load_run_state(workspace);
+  for (const ResultRecord& row : read_results(workspace / kResultsFile)) {
+    const auto experiment = row.find("experiment");
+    if (experiment == row.end() || experiment->second.empty() ||
+        std::stoi(experiment->second) <= state.experiments)
+      continue;
+    apply(state, outcome_from_record(row));
+  }
+  GitRepo repo(workspace);
+  if (!repo.exists())
+    throw Error(ErrorKind::Usage, workspace.string() + " holds a run but no git repository");
+  if (repo.current_branch() != state.branch) repo.checkout(state.branch);
+  repo.reset_hard(state.head);  // drops a commit made just before a kill, and any half-done edit
+  save_run_state(workspace, state);
+  return state;
+}
+
+void run_loop(RunState& state, const LoopEnvironment& env) {
+  const auto start = std::chrono::steady_clock::now();
+  const double elapsed_before = state.elapsed_s;
+  LoopClock clock{[&] {
+    return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }};
+  const int experiments_before = state.experiments;
+  auto session_over = [&] {
+    const double session = clock.now() - elapsed_before;
+    return (env.stop && env.stop->load()) || (env.session_budget_s > 0 && session >= env.session_budget_s) ||
+           (env.session_max_experiments > 0 &&
+            state.experiments - experiments_before >= env.session_max_experiments);
+  };
+  while (!session_over()) {
+    KernelState* kernel = pick_next(state);
+    if (!kernel) break;
+    if (env.on_kernel) env.on_kernel(*kernel, true);
+    KernelSession session(state, *kernel, env, clock);
+    session.run(session_over);
+    if (env.on_kernel) env.on_kernel(*kernel, false);
+  }
+}
+
+}  // namespace ak

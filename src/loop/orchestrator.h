@@ -1,0 +1,52 @@
+// The unattended loop over a run's kernels. It picks a kernel by the end-to-end time it can
+// still win (decision.h), asks the proposer for candidates, builds them in parallel on CPU
+// threads while the device runs one experiment at a time, decides keep or revert, and records:
+// a kept change is one commit on the run branch; every experiment, kept or not, one row of
+// results.tsv; the state in run.json after each. It works on a kernel until a stop rule ends
+// it (patience, roofline target, per-kernel budget, nothing left to propose), then picks the
+// next, until every kernel is done, the session's budget is spent, or `stop` is set.
+//
+// A kill at any moment loses nothing: resume_run replays the rows that run.json had not taken
+// in yet and puts the tree back at the last kept commit.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+
+#include "harness/evaluate.h"
+#include "loop/decision.h"
+#include "loop/run_state.h"
+#include "runtime/runtime.h"
+
+namespace ak {
+
+class ExperimentServer;
+
+struct LoopEnvironment {
+  std::filesystem::path workspace;
+  Backend backend = Backend::Host;
+  std::string arch;
+  Ceilings ceilings;
+  std::chrono::seconds timeout{120};        // one experiment, before it counts as hung
+  std::chrono::seconds agent_timeout{600};  // one agent run
+  double max_timing_s = 3.0;                // timing samples per experiment at most
+  int jobs = 0;                             // parallel builds (0: hardware threads)
+  double session_budget_s = 0;              // this invocation; 0 = until every kernel is done
+  int session_max_experiments = 0;          // this invocation; 0 = no limit
+  ExperimentServer* server = nullptr;       // fast isolated experiments; nullptr: a process each
+  const std::atomic<bool>* stop =
+      nullptr;  // set (e.g. by SIGINT): finish the current experiment, save, return
+  std::function<void(const KernelState&, const Outcome&, const ExperimentResult&)> on_experiment;
+  std::function<void(const KernelState&, bool starting)> on_kernel;  // starting, or done with it
+};
+
+// Puts a killed run back in order: replays results.tsv rows past run.json's last experiment,
+// switches to the run branch and resets the tree to the last kept commit. Returns the state.
+RunState resume_run(const std::filesystem::path& workspace);
+
+// Runs the loop until every kernel is done, the session budget is spent or stop is set.
+void run_loop(RunState& state, const LoopEnvironment& env);
+
+}  // namespace ak

@@ -1,0 +1,145 @@
+// `autokernel optimize` end to end on the host backend: keep/revert, faults, git, kill -9 and
+// --resume, the agent proposer. The kernel is tests/kernels/loop_modes.cpp: a slow but correct
+// starter whose @tune space also holds a crash, a hang, a wrong answer and a fast version.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "cli_runner.h"
+#include "core/paths.h"
+#include "harness/results_log.h"
+#include "loop/git_repo.h"
+#include "loop/plan.h"
+
+namespace ak {
+namespace {
+
+std::filesystem::path make_workspace(const std::string& name) {
+  const auto ws = test::scratch_dir(name) / "workspace";
+  std::filesystem::create_directories(ws / "kernels" / "sum");
+  std::filesystem::copy_file(test::kernel("loop_modes.cpp"), ws / "kernels" / "sum" / "sum.cpp");
+  const Plan plan{"test", false, {{"sum", "reduce", "kernels/sum/sum.cpp", "48x1024", "fp32", 0.5}}};
+  write_file_atomically(ws / kPlanFile, nlohmann::json(plan).dump());
+  return ws;
+}
+
+std::vector<std::string> optimize_args(const std::filesystem::path& ws) {
+  return {"optimize",  "--workspace", ws.string(),  "--backend", "host",
+          "--timeout", "10",          "--max-time", "0.2",       "--json"};
+}
+
+// Kept rows name exactly the commits on the run branch after its first, in order; experiments
+// are numbered 1..N once each; the tree is at the last kept commit.
+void expect_consistent(const std::filesystem::path& ws, const nlohmann::json& state) {
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_FALSE(rows.empty());
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].at("experiment"), std::to_string(i + 1));
+    if (rows[i].at("decision") == "kept") kept.push_back(rows[i].at("commit"));
+  }
+  GitRepo repo(ws);
+  auto log = repo.log();
+  ASSERT_GE(log.size(), 1u);
+  log.pop_back();  // the run's first commit: the plan
+  std::vector<std::string> commits;
+  for (auto it = log.rbegin(); it != log.rend(); ++it) commits.push_back(it->hash);
+  EXPECT_EQ(commits, kept);
+  EXPECT_TRUE(repo.is_clean());
+  EXPECT_EQ(repo.head(), state.at("head").get<std::string>());
+  EXPECT_EQ(state.at("experiments").get<size_t>(), rows.size());
+  EXPECT_EQ(repo.current_branch(), state.at("branch").get<std::string>());
+}
+
+TEST(LoopCli, ImprovesASlowStarterAndRecordsEveryFault) {
+  const auto ws = make_workspace("loop-faults");
+  auto args = optimize_args(ws);
+  args.insert(args.end(), {"--strategy", "exhaustive", "--patience", "20"});
+  const auto run = test::run_cli(args, 600);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto state = test::json_of(run);
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 10u) << run.output;  // every point of the space once
+  std::map<std::string, int> statuses;
+  for (const auto& r : rows) statuses[r.at("status")] += 1;
+  EXPECT_EQ(statuses["CRASH"], 2);
+  EXPECT_EQ(statuses["TIMEOUT"], 2);
+  EXPECT_EQ(statuses["FAIL"], 2);
+  const auto& kernel = state.at("kernels").at(0);
+  EXPECT_NE(kernel.at("best_config").get<std::string>().find("MODE=4"), std::string::npos);
+  EXPECT_LT(kernel.at("best_us").get<double>(), kernel.at("baseline_us").get<double>() / 3);
+  EXPECT_EQ(kernel.at("done"), kDoneExhausted);
+  EXPECT_GE(kernel.at("kept").get<int>(), 1);
+  EXPECT_EQ(read_text_file(ws / "kernels" / "sum" / "config"),
+            kernel.at("best_config").get<std::string>() + "\n");
+  expect_consistent(ws, state);
+
+  // A kill right after a commit, before its row: --resume drops that commit.
+  GitRepo repo(ws);
+  write_file_atomically(ws / "kernels" / "sum" / "config", "MODE=0 REPEAT=8\n");
+  repo.commit_all("exp 11 sum: a commit whose row was never written");
+  const auto resumed = test::run_cli({"optimize", "--workspace", ws.string(), "--resume", "--json"}, 120);
+  ASSERT_TRUE(resumed.ok()) << resumed.output;
+  expect_consistent(ws, test::json_of(resumed));
+  std::filesystem::remove_all(ws.parent_path());
+}
+
+TEST(LoopCli, KillNineMidExperimentThenResumeLosesNothing) {
+  const auto ws = make_workspace("loop-kill");
+  const auto pid_file = ws.parent_path() / "pid";
+  std::string command = "echo $$ > '" + pid_file.string() + "'; exec '" + std::string(AK_CLI_PATH) + "'";
+  for (const auto& a : optimize_args(ws)) command += " '" + a + "'";
+  command += " --strategy exhaustive --patience 20";
+  std::thread loop([&] { run_process({"/bin/sh", "-c", command}); });
+  // Wait for a few experiments, then kill in the middle of the next (one of the hangs, or close).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (read_results(ws / kResultsFile).size() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const pid_t pid = std::stoi(read_text_file(pid_file));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  loop.join();
+  const size_t before = read_results(ws / kResultsFile).size();
+  ASSERT_GE(before, 4u);
+  ASSERT_LT(before, 10u) << "the run finished before the kill";
+
+  auto args = std::vector<std::string>{"optimize", "--workspace", ws.string(), "--resume", "--json"};
+  const auto run = test::run_cli(args, 600);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto rows = read_results(ws / kResultsFile);
+  EXPECT_EQ(rows.size(), 10u);
+  std::set<std::string> configs;
+  for (const auto& r : rows)
+    EXPECT_TRUE(configs.insert(r.at("config")).second) << "tried twice: " << r.at("config");
+  expect_consistent(ws, test::json_of(run));
+  std::filesystem::remove_all(ws.parent_path());
+}
+
+TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
+  const auto ws = make_workspace("loop-agent");
+  const auto counter = ws.parent_path() / "calls";
+  const std::string agent =
+      "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/scripted.sh' '" + counter.string() + "'";
+  auto args = optimize_args(ws);
+  args.insert(args.end(), {"--agent-cmd", agent, "--agent-timeout", "2", "--patience", "3"});
+  const auto run = test::run_cli(args, 600);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_GE(rows.size(), 6u) << run.output;
+  EXPECT_EQ(rows[0].at("decision"), "baseline");
+  EXPECT_EQ(rows[1].at("status"), "COMPILE_ERROR");  // the broken file
+  EXPECT_EQ(rows[2].at("stage"), "agent");           // the agent that never returned
+  EXPECT_NE(rows[2].at("reason").find("timeout"), std::string::npos);
+  EXPECT_EQ(rows[3].at("decision"), "kept");  // the faster starter
+  const std::string source = read_text_file(ws / "kernels" / "sum" / "sum.cpp");
+  EXPECT_NE(source.find("#define REPEAT 1\n"), std::string::npos);
+  EXPECT_NE(source.find("ak_launch"), std::string::npos);
+  expect_consistent(ws, test::json_of(run));
+  std::filesystem::remove_all(ws.parent_path());
+}
+
+}  // namespace
+}  // namespace ak
