@@ -13,13 +13,16 @@ workspace=${WORKSPACE:-$(mktemp -d)/workspace}
 "$ak" optimize --suite --ops "$ops" --workspace "$workspace" --restart --budget "$budget" \
   --target 10 --patience 100000 "$@"
 "$ak" report --workspace "$workspace"
-"$ak" report --workspace "$workspace" --json --no-plot | python3 -c '
-import collections, json, sys
-report = json.load(sys.stdin)
-s = report["summary"]
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-header, rows = rows[0], rows[1:]
-status = collections.Counter(r[header.index("status")] for r in rows)
-print(f"loop throughput: {s[\"experiments\"]} experiments in {s[\"elapsed_s\"]:.0f} s = "
-      f"{s[\"experiments_per_hour\"]:.0f} experiments/hour (" + ", ".join(f"{k} {v}" for k, v in sorted(status.items())) + ")")
-' "$workspace/results.tsv"
+"$ak" report --workspace "$workspace" --json --no-plot >"$workspace/../report.json"
+python3 - "$workspace/../report.json" "$workspace/results.tsv" <<'PY'
+import collections, csv, json, sys
+summary = json.load(open(sys.argv[1]))["summary"]
+rows = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
+status = collections.Counter(r["status"] for r in rows)
+seconds = sorted(float(r["elapsed_s"]) for r in rows)
+gaps = sorted(b - a for a, b in zip(seconds, seconds[1:]))
+median_gap = gaps[len(gaps) // 2] if gaps else 0
+print(f"loop throughput: {summary['experiments']} experiments in {summary['elapsed_s']:.0f} s = "
+      f"{summary['experiments_per_hour']:.0f} experiments/hour; median {median_gap:.2f} s between results; "
+      + ", ".join(f"{k} {v}" for k, v in sorted(status.items())))
+PY

@@ -1,6 +1,9 @@
-// Hopper pieces for the wgmma variant of kernels/cuda/flash_attention.cu (sm_90a only): 4-d
-// tensor maps over strided [B, H, S, D] views, their TMA loads, and wgmma with the A operand in
-// registers. Barriers, descriptors and the shared-operand wgmma come from cuda_gemm_sm90.cuh.
+// The wgmma variant of kernels/cuda/flash_attention.cu (sm_90a only, fp16/bf16, D = 128), in the
+// FlashAttention-3 shape: 4-d tensor maps over strided [B, H, S, D] views and their TMA loads, wgmma
+// with the A operand in registers, the kernel attention_wgmma (block layout, shared-memory layout
+// and per-tile pipeline described at its pieces below) and launch<T>, which answers
+// AK_ERR_UNSUPPORTED for what it cannot take. Barriers, descriptors and the shared-operand wgmma
+// come from cuda_gemm_sm90.cuh.
 //
 // Register A operand of wgmma.m64nNk16 with 16-bit inputs (PTX ISA, "Register fragments and
 // shared memory matrix layouts", wgmma A): warp w of the warpgroup holds rows 16 w .. 16 w + 15
@@ -69,10 +72,6 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&
     AK_WGMMA_RS("bf16");
 }
 #undef AK_WGMMA_RS
-
-}  // namespace ak_attention_sm90
-
-namespace ak_attention_sm90 {
 
 // Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
 // rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys.
@@ -308,10 +307,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     w.store(out, b, h, m0, p.seq);
   }
 }
-
-}  // namespace ak_attention_sm90
-
-namespace ak_attention_sm90 {
 
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 128, 16-byte aligned
 // bases and strides already checked); AK_ERR_UNSUPPORTED when this device or these views cannot

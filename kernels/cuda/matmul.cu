@@ -51,10 +51,10 @@
 #define BLOCK_M 128
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 128
+#define BLOCK_N 256
 #endif
 #ifndef BLOCK_K
-#define BLOCK_K 32
+#define BLOCK_K 64
 #endif
 #ifndef WARPS_M
 #define WARPS_M 2
@@ -66,7 +66,7 @@
 #define STAGES 4
 #endif
 #ifndef WGMMA
-#define WGMMA 0
+#define WGMMA 1
 #endif
 
 namespace {

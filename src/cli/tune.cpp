@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include "cli/command.h"
 #include "cli/print.h"
@@ -82,9 +83,13 @@ int run_tune(const TuneOptions& o) {
   auto over_budget = [&] {
     return done.size() >= total || std::chrono::steady_clock::now() - start >= budget.duration;
   };
+  // The file's own defaults first, when they are a feasible point: "gain over the first" is then
+  // the gain over the kernel as written, and `--budget 1` times exactly that.
+  auto defaults = default_config(read_text_file(target.source), space);
+  if (defaults && std::find(feasible.begin(), feasible.end(), *defaults) == feasible.end()) defaults.reset();
   auto refill = [&] {
     while (static_cast<int>(pipeline.size()) < jobs && done.size() + pipeline.size() < total) {
-      auto next = strategy->next(history);
+      auto next = defaults ? std::exchange(defaults, std::nullopt) : strategy->next(history);
       if (!next) break;
       history.push_back({*next, false, 0, true});
       Candidate candidate{target.source, *next};

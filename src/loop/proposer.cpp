@@ -1,7 +1,5 @@
 #include "loop/proposer.h"
 
-#include <regex>
-
 #include "core/error.h"
 #include "core/paths.h"
 #include "search/agent.h"
@@ -79,18 +77,6 @@ class AgentProposer final : public Proposer {
 };
 
 }  // namespace
-
-std::optional<Config> default_config(const std::string& source, const TuneSpace& space) {
-  Config config;
-  for (const TuneParam& p : space.params) {
-    const std::regex define("#\\s*define\\s+" + p.name + "\\s+([A-Za-z0-9_]+)");
-    std::smatch match;
-    if (!std::regex_search(source, match, define)) return std::nullopt;
-    if (std::find(p.values.begin(), p.values.end(), match[1].str()) == p.values.end()) return std::nullopt;
-    config.emplace_back(p.name, match[1].str());
-  }
-  return config;
-}
 
 std::unique_ptr<Proposer> make_search_proposer(const std::string& strategy, std::vector<Config> feasible,
                                                uint64_t seed) {

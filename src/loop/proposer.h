@@ -45,10 +45,6 @@ class Proposer {
   virtual std::optional<Proposal> next(const ProposerContext& context) = 0;
 };
 
-// The file's own defaults (`#define NAME VALUE` for every @tune parameter) as a configuration
-// of the space, when each is a value the space lists; nullopt otherwise.
-std::optional<Config> default_config(const std::string& source, const TuneSpace& space);
-
 // A search proposer over `feasible` with the named strategy. Throws Error(Usage) for an unknown one.
 std::unique_ptr<Proposer> make_search_proposer(const std::string& strategy, std::vector<Config> feasible,
                                                uint64_t seed);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <regex>
 
 #include "core/error.h"
 #include "core/op.h"
@@ -335,6 +336,19 @@ std::map<std::string, double> problem_symbols(const Op& op, const Problem& probl
   for (const auto& [name, value] : op.param_defaults()) symbols[name] = value;
   for (const auto& [name, value] : problem.params) symbols[name] = value;
   return symbols;
+}
+
+std::optional<Config> default_config(std::string_view source_view, const TuneSpace& space) {
+  const std::string source(source_view);
+  Config config;
+  for (const TuneParam& p : space.params) {
+    const std::regex define("#\\s*define\\s+" + p.name + "\\s+([A-Za-z0-9_]+)");
+    std::smatch match;
+    if (!std::regex_search(source, match, define)) return std::nullopt;
+    if (std::find(p.values.begin(), p.values.end(), match[1].str()) == p.values.end()) return std::nullopt;
+    config.emplace_back(p.name, match[1].str());
+  }
+  return config;
 }
 
 }  // namespace ak

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,10 @@ bool satisfies(const TuneSpace& space, const Config& config, const std::map<std:
 // Error(Usage) when the space holds more than `limit` points.
 std::vector<Config> feasible_configs(const TuneSpace& space, const std::map<std::string, double>& symbols,
                                      size_t limit);
+
+// The file's own defaults (`#define NAME VALUE` for every @tune parameter) as a configuration
+// of the space, when each is a value the space lists; nullopt otherwise.
+std::optional<Config> default_config(std::string_view source, const TuneSpace& space);
 
 // The symbols a @require may use for this problem: the op's dim names bound to the problem's
 // dims, and the op's parameters (defaults overridden by the problem's own). Throws Error(Usage)
