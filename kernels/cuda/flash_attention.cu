@@ -49,7 +49,7 @@
 #include "autokernel/cuda_kernel.cuh"
 
 #ifndef PATH
-#define PATH 0
+#define PATH 1
 #endif
 #if PATH == 1
 #include "autokernel/cuda_attention_sm90.cuh"
