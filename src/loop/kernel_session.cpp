@@ -1,5 +1,6 @@
 #include "loop/kernel_session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -92,10 +93,12 @@ void KernelSession::load_history() {
 }
 
 bool KernelSession::refill() {
-  const size_t depth =
-      proposer_->lookahead()
-          ? static_cast<size_t>(env_.jobs > 0 ? env_.jobs : std::max(1u, std::thread::hardware_concurrency()))
-          : 1;
+  // A few candidates ahead keep the device busy while they compile; more would be proposed on
+  // stale results (a strategy learns only from finished experiments).
+  constexpr size_t kMaxLookahead = 3;
+  const size_t threads =
+      env_.jobs > 0 ? static_cast<size_t>(env_.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const size_t depth = proposer_->lookahead() ? std::min(threads, kMaxLookahead) : 1;
   while (!exhausted_ && pipeline_.size() < depth) {
     ProposerContext context{&kernel_, source_, history_, last_report_};
     auto proposal = proposer_->next(context);
@@ -121,7 +124,10 @@ void KernelSession::start_build(Pending& pending) {
 ExperimentResult KernelSession::run_one(Pending& pending) {
   if (pending.proposal.failure) return *pending.proposal.failure;
   const BuiltCandidate built = pending.build.get();
-  if (proposer_->lookahead()) refill();  // the next builds go on while the device runs this one
+  // The next builds go on while the device runs this one, once there is a result to steer by.
+  const bool has_result =
+      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
+  if (proposer_->lookahead() && has_result) refill();
   return run_candidate(built, options_, [](std::string_view) {});
 }
 
