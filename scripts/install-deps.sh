@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libmuparser-dev libxxhash-dev
   libgtest-dev libopenblas-dev clang-format
   python3-matplotlib  # the progress plot of `autokernel report` (system python3)
+  python3-torch       # the model bridge (python/autokernel) on the CPU: profile, verify and their tests
 )
 
 missing=()

@@ -26,5 +26,10 @@ Command tune_command();
 Command optimize_command();
 Command worker_command();
 Command report_command();
+Command profile_command();
+Command extract_command();
+Command verify_command();
+Command run_command();
+Command ops_command();
 
 }  // namespace ak::cli

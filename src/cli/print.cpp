@@ -1,5 +1,7 @@
 #include "cli/print.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -30,6 +32,55 @@ void print_result(std::ostream& out, const ExperimentResult& r) {
         << (s.passed ? "" : "  FAILED") << "\n";
   }
   out << summary_line(r) << "\n";
+}
+
+std::string fixed(double value, int precision, std::string_view suffix) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value << suffix;
+  return out.str();
+}
+
+std::string microseconds(double us) {
+  if (us <= 0) return "-";
+  return fixed(us, us >= 1000 ? 0 : us >= 10 ? 1 : 2);
+}
+
+std::string duration(double seconds) {
+  const long s = std::lround(seconds);
+  std::ostringstream out;
+  if (s >= 3600)
+    out << s / 3600 << "h " << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
+  else if (s >= 60)
+    out << s / 60 << "m " << std::setw(2) << std::setfill('0') << s % 60 << "s";
+  else
+    out << s << "s";
+  return out.str();
+}
+
+namespace {
+
+// Characters on screen, not bytes: "µ" and "→" are two and three bytes of UTF-8.
+size_t display_width(std::string_view text) {
+  size_t width = 0;
+  for (unsigned char ch : text) width += (ch & 0xC0) != 0x80;
+  return width;
+}
+
+}  // namespace
+
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows,
+                 const std::vector<bool>& right) {
+  std::vector<size_t> widths(right.size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(widths[c] - display_width(row[c]), ' ');
+      line += (c ? "  " : "") + (right[c] ? pad + row[c] : row[c] + pad);
+    }
+    out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+  }
 }
 
 }  // namespace ak::cli

@@ -12,8 +12,10 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/print.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "core/python.h"
 #include "core/subprocess.h"
 #include "loop/run_state.h"
 
@@ -84,52 +86,6 @@ nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plo
           {"plot", plot ? nlohmann::json(plot->string()) : nlohmann::json(nullptr)}};
 }
 
-std::string fixed(double value, int precision, std::string_view suffix = "") {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << value << suffix;
-  return out.str();
-}
-
-std::string microseconds(double us) {
-  if (us <= 0) return "-";
-  return fixed(us, us >= 1000 ? 0 : us >= 10 ? 1 : 2);
-}
-
-std::string duration(double seconds) {
-  const long s = std::lround(seconds);
-  std::ostringstream out;
-  if (s >= 3600)
-    out << s / 3600 << "h " << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
-  else if (s >= 60)
-    out << s / 60 << "m " << std::setw(2) << std::setfill('0') << s % 60 << "s";
-  else
-    out << s << "s";
-  return out.str();
-}
-
-// Characters on screen, not bytes: "µ" and "→" are two and three bytes of UTF-8.
-size_t display_width(std::string_view text) {
-  size_t width = 0;
-  for (unsigned char ch : text) width += (ch & 0xC0) != 0x80;
-  return width;
-}
-
-// Columns padded to their widest cell; the numeric ones (right = true) aligned to the right.
-void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows,
-                 const std::vector<bool>& right) {
-  std::vector<size_t> widths(right.size(), 0);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(widths[c] - display_width(row[c]), ' ');
-      line += (c ? "  " : "") + (right[c] ? pad + row[c] : row[c] + pad);
-    }
-    out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
-  }
-}
-
 void print_report(std::ostream& out, const RunState& s) {
   out << "run " << s.name;
   if (!s.device.empty()) out << " on " << s.device << (s.backend.empty() ? "" : " (" + s.backend + ")");
@@ -156,36 +112,11 @@ void print_report(std::ostream& out, const RunState& s) {
       << fixed(100 * share_covered(s), 1, "%") << " of the model's time)\n";
 }
 
-bool can_plot(const std::string& python) {
-  ProcessOptions options;
-  options.timeout = std::chrono::seconds(60);  // a first import builds matplotlib's font cache
-  try {
-    return run_process({python, "-c", "import matplotlib"}, options).ok();
-  } catch (const Error&) {
-    return false;  // not installed at all
-  }
-}
-
-// $AUTOKERNEL_PYTHON when set (a user's choice is not second-guessed), else the first of python3
-// and /usr/bin/python3 that imports matplotlib: a pyenv or venv python3 often lacks it while
-// the system one has Debian's python3-matplotlib.
-std::optional<std::string> plotting_python(std::string& tried) {
-  std::vector<std::string> candidates = {"python3", "/usr/bin/python3"};
-  tried = "python3, /usr/bin/python3";
-  if (const char* env = std::getenv("AUTOKERNEL_PYTHON"); env && *env) {
-    candidates = {env};
-    tried = std::string("AUTOKERNEL_PYTHON=") + env;
-  }
-  for (const auto& python : candidates)
-    if (can_plot(python)) return python;
-  return std::nullopt;
-}
-
 // Returns false when no Python can plot and the plot was not asked for by name: the table is the
 // report, the picture a bonus. Throws when the plot was asked for, or when drawing it fails.
 bool draw_plot(const fs::path& workspace, const fs::path& output, double speedup, bool asked) {
   std::string tried;
-  const auto python = plotting_python(tried);
+  const auto python = find_python("matplotlib", tried);
   if (!python) {
     const std::string why = "no Python with matplotlib for the progress plot (tried " + tried +
                             "); install python3-matplotlib (scripts/install-deps.sh) or pass --no-plot";

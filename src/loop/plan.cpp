@@ -41,6 +41,23 @@ std::string today() {
 
 }  // namespace
 
+std::string copy_starter(const std::filesystem::path& workspace, Backend backend, const std::string& op,
+                         const std::string& name) {
+  const auto starter =
+      project_dir() / "kernels" / std::string(to_string(backend)) / (op + starter_extension(backend));
+  if (!std::filesystem::exists(starter))
+    throw Error(ErrorKind::Usage, "no " + std::string(to_string(backend)) + " starter for " + op + " (" +
+                                      starter.string() + ")");
+  const std::string file = "kernels/" + name + "/" + starter.filename().string();
+  std::filesystem::create_directories(workspace / "kernels" / name);
+  std::filesystem::copy_file(starter, workspace / file, std::filesystem::copy_options::overwrite_existing);
+  return file;
+}
+
+void write_plan(const std::filesystem::path& workspace, const Plan& plan) {
+  write_file_atomically(workspace / kPlanFile, nlohmann::json(plan).dump(1) + "\n");
+}
+
 Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
                       const std::vector<std::string>& ops) {
   const std::set<std::string> wanted(ops.begin(), ops.end());
@@ -48,19 +65,11 @@ Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
   Plan plan{"suite", true, {}};
   for (const SuiteEntry& e : kSuite) {
     if (!wanted.empty() && !wanted.contains(e.op)) continue;
-    const auto starter =
-        project_dir() / "kernels" / std::string(to_string(backend)) / (e.op + starter_extension(backend));
-    if (!std::filesystem::exists(starter))
-      throw Error(ErrorKind::Usage, "no " + std::string(to_string(backend)) + " starter for " + e.op + " (" +
-                                        starter.string() + ")");
-    const std::string file = "kernels/" + std::string(e.op) + "/" + starter.filename().string();
-    std::filesystem::create_directories(workspace / "kernels" / e.op);
-    std::filesystem::copy_file(starter, workspace / file, std::filesystem::copy_options::overwrite_existing);
     const bool cuda = backend == Backend::Cuda;
-    plan.kernels.push_back(
-        {e.op, e.op, file, cuda ? e.cuda_shape : e.host_shape, cuda ? e.cuda_dtype : "fp32", 0});
+    plan.kernels.push_back({e.op, e.op, copy_starter(workspace, backend, e.op, e.op),
+                            cuda ? e.cuda_shape : e.host_shape, cuda ? e.cuda_dtype : "fp32", 0});
   }
-  write_file_atomically(workspace / kPlanFile, nlohmann::json(plan).dump(1) + "\n");
+  write_plan(workspace, plan);
   return plan;
 }
 

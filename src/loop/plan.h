@@ -43,6 +43,15 @@ inline constexpr const char* kPlanFile = "plan.json";
 Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
                       const std::vector<std::string>& ops);
 
+// Copies the starter of `op` for `backend` (kernels/<backend>/<op>.*) into
+// workspace/kernels/<name>/ and returns its path relative to the workspace. Throws Error(Usage)
+// when the backend has no starter for the operator.
+std::string copy_starter(const std::filesystem::path& workspace, Backend backend, const std::string& op,
+                         const std::string& name);
+
+// Writes workspace/plan.json.
+void write_plan(const std::filesystem::path& workspace, const Plan& plan);
+
 // Reads workspace/plan.json and checks it: known operators, valid problems, kernel files present,
 // unique names. Throws Error(Usage) naming what is wrong.
 Plan read_plan(const std::filesystem::path& workspace);

@@ -1,0 +1,45 @@
+"""The bridge's entry point, run by the C++ CLI as `python3 -m autokernel <profile|verify> ...`.
+
+Progress goes to stderr as lines; results go to the files the command names. A failure is one
+line, `autokernel: <reason>`, with exit code 2 for bad input and 1 for anything else.
+"""
+import argparse
+import os
+import sys
+import traceback
+
+
+def _progress(line):
+    print(f"autokernel: {line}", file=sys.stderr, flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m autokernel", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    try:
+        import torch  # noqa: F401  (a missing PyTorch is one line, not a traceback)
+    except ImportError as e:
+        print(f"autokernel: no PyTorch in {sys.executable}: {e}", file=sys.stderr)
+        return 1
+    from . import profile, verify
+    from .loading import BridgeError
+
+    for name, module in (("profile", profile), ("verify", verify)):
+        module.add_arguments(commands.add_parser(name))
+    args = parser.parse_args(argv)
+    try:
+        run = {"profile": profile.profile, "verify": verify.verify}[args.command]
+        return run(args, _progress)
+    except BridgeError as e:
+        print(f"autokernel: {e}", file=sys.stderr)
+        return 2 if e.usage else 1
+    except Exception as e:
+        if os.environ.get("AUTOKERNEL_DEBUG"):
+            traceback.print_exc()
+        first_line = (str(e).splitlines() or [""])[0][:300]
+        print(f"autokernel: the bridge failed: {type(e).__name__}: {first_line}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The nine operators as the bridge sees them: for each, the kernel's inputs, outputs and scalars in
+ABI order (the C++ op's signature, src/ops/<op>.cpp), the problem dimensions read off the input
+shapes, and the outputs a call allocates. One table; tests/python/test_bridge.py checks it against
+the engine's own signatures (`autokernel ops --signature`), so the two cannot drift apart.
+"""
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    inputs: tuple
+    outputs: tuple
+    scalars: tuple
+    # problem dimensions from the input shapes (ABI order), e.g. matmul (M, N, K)
+    dims: Callable[[list], tuple]
+    # output shapes from the dimensions
+    output_shapes: Callable[[tuple], list]
+    # problem parameters from the input shapes and scalars (only what differs from the op's default)
+    params: Callable[[list, list], dict] = lambda shapes, scalars: {}
+    # output dtypes; None: the dtype of the first input
+    output_dtypes: Optional[tuple] = None
+
+    def problem(self, shapes, scalars):
+        """The engine's problem string, e.g. '4096x4096x4096' or '4x32x4096x128:causal=1,kv_heads=8'."""
+        text = "x".join(str(int(d)) for d in self.dims(shapes))
+        params = self.params(shapes, scalars)
+        if params:
+            text += ":" + ",".join(f"{name}={value:g}" for name, value in sorted(params.items()))
+        return text
+
+    def allocate(self, inputs):
+        """Empty outputs for a call on these inputs (same device; dtype per the op)."""
+        dims = self.dims([tuple(t.shape) for t in inputs])
+        dtypes = self.output_dtypes or (inputs[0].dtype,) * len(self.outputs)
+        return [
+            torch.empty(shape, dtype=dtype, device=inputs[0].device)
+            for shape, dtype in zip(self.output_shapes(dims), dtypes)
+        ]
+
+    def schema(self):
+        """The torch.library schema of autokernel::<name>."""
+        args = [f"Tensor {n}" for n in self.inputs] + [f"float {n}" for n in self.scalars]
+        returns = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join(["Tensor"] * len(self.outputs)) + ")"
+        return f"{self.name}({', '.join(args)}) -> {returns}"
+
+
+def _rows(shapes):
+    return tuple(shapes[0])
+
+
+def _attention_params(shapes, scalars):
+    params = {"causal": scalars[1]}
+    if shapes[1][1] != shapes[0][1]:
+        params["kv_heads"] = shapes[1][1]
+    return params
+
+
+OPS = {
+    spec.name: spec
+    for spec in [
+        OpSpec("matmul", ("A", "B"), ("C",), (),
+               dims=lambda s: (s[0][0], s[1][1], s[0][1]),
+               output_shapes=lambda d: [(d[0], d[1])]),
+        OpSpec("softmax", ("x",), ("y",), (), dims=_rows, output_shapes=lambda d: [d]),
+        OpSpec("layernorm", ("x", "weight", "bias"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d]),
+        OpSpec("rmsnorm", ("x", "weight"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d]),
+        OpSpec("flash_attention", ("q", "k", "v"), ("o",), ("scale", "causal"),
+               dims=_rows, output_shapes=lambda d: [d], params=_attention_params),
+        OpSpec("fused_mlp", ("x", "w_gate", "w_up", "w_down"), ("y",), (),
+               dims=lambda s: (s[0][0], s[0][1], s[1][0]),
+               output_shapes=lambda d: [(d[0], d[1])]),
+        OpSpec("cross_entropy", ("logits", "targets"), ("loss", "mean_loss"), (),
+               dims=_rows, output_shapes=lambda d: [(d[0],), (1,)],
+               output_dtypes=(torch.float32, torch.float32)),
+        OpSpec("rotary_embedding", ("x", "cos", "sin"), ("y",), (), dims=_rows, output_shapes=lambda d: [d]),
+        OpSpec("reduce", ("x",), ("y",), (), dims=_rows, output_shapes=lambda d: [(d[0],)]),
+    ]
+}

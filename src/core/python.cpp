@@ -1,0 +1,74 @@
+#include "core/python.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "core/subprocess.h"
+
+namespace ak {
+namespace {
+
+bool imports(const std::string& python, std::string_view module) {
+  ProcessOptions options;
+  options.timeout = std::chrono::seconds(120);  // a first import of matplotlib builds its font cache
+  try {
+    return run_process({python, "-c", "import " + std::string(module)}, options).ok();
+  } catch (const Error&) {
+    return false;  // no such interpreter
+  }
+}
+
+// The bridge's own reason: its last "autokernel: ..." line (the rest is progress).
+std::string bridge_reason(const ProcessResult& run) {
+  const std::string_view prefix = "autokernel: ";
+  std::string reason;
+  size_t start = 0;
+  while (start < run.output.size()) {
+    const size_t end = std::min(run.output.find('\n', start), run.output.size());
+    const std::string_view line(run.output.data() + start, end - start);
+    if (line.starts_with(prefix)) reason = line.substr(prefix.size());
+    start = end + 1;
+  }
+  return reason.empty() ? "the model bridge failed (" + run.describe() + "): " + run.tail(2) : reason;
+}
+
+}  // namespace
+
+std::optional<std::string> find_python(std::string_view module, std::string& tried) {
+  std::vector<std::string> candidates = {"python3", "/usr/bin/python3"};
+  tried = "python3, /usr/bin/python3";
+  if (const char* env = std::getenv("AUTOKERNEL_PYTHON"); env && *env) {
+    candidates = {env};
+    tried = std::string("AUTOKERNEL_PYTHON=") + env;
+  }
+  for (const auto& python : candidates)
+    if (imports(python, module)) return python;
+  return std::nullopt;
+}
+
+void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+  std::string tried;
+  const auto python = find_python("torch", tried);
+  if (!python)
+    throw Error(ErrorKind::Unsupported,
+                "no Python with PyTorch (tried " + tried +
+                    "); install it (scripts/install-deps.sh) or set AUTOKERNEL_PYTHON");
+  const auto package_root = project_dir() / "python";
+  std::string path = package_root.string();
+  if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)
+    path.append(":").append(existing);
+  ProcessOptions options;
+  options.timeout = timeout;
+  options.env = {{"PYTHONPATH", path}, {"PYTHONUNBUFFERED", "1"}};
+  options.on_line = [](std::string_view line) { std::cerr << line << std::endl; };
+  std::vector<std::string> argv = {*python, "-m", "autokernel"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessResult run = run_process(argv, options);
+  if (run.timed_out)
+    throw Error(ErrorKind::Timeout, "the model bridge (" + args.front() + ") " + run.describe());
+  if (!run.ok()) throw Error(run.exit_code == 2 ? ErrorKind::Usage : ErrorKind::Io, bridge_reason(run));
+}
+
+}  // namespace ak

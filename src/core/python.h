@@ -1,0 +1,24 @@
+// Python, for the parts of autokernel whose ecosystem is Python: the model bridge
+// (python/autokernel: profile and verify with PyTorch) and the progress plot (matplotlib).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ak {
+
+// $AUTOKERNEL_PYTHON when set (a user's choice is not second-guessed), else the first of
+// python3 and /usr/bin/python3 that imports `module`: a pyenv or venv python3 often lacks a
+// package that the system one has from Debian. `tried` names the candidates, for the error.
+std::optional<std::string> find_python(std::string_view module, std::string& tried);
+
+// Runs `python -m autokernel ARGS` (the bridge, with python/ of the project on PYTHONPATH) in a
+// Python that has PyTorch. Its progress lines go to stderr as they come. Throws Error(Unsupported)
+// when no Python has PyTorch, Error(Timeout) past `timeout`, and otherwise, when it fails, an
+// error carrying the bridge's own one-line reason: Usage for its exit code 2, Io for the rest.
+void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout);
+
+}  // namespace ak

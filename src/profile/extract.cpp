@@ -1,0 +1,41 @@
+#include "profile/extract.h"
+
+#include "core/error.h"
+#include "loop/run_state.h"
+
+namespace ak {
+
+std::string kernel_name(const RankedEntry& entry) {
+  std::string name = *entry.entry.op + "_";
+  for (char c : entry.problem) {
+    if (c == ':' || c == ',')
+      name += '_';
+    else if (c != '=')
+      name += c;
+  }
+  return name + "_" + entry.entry.dtype;
+}
+
+Plan extract_plan(const std::filesystem::path& workspace, const Profile& profile, const Ranking& ranking,
+                  size_t top, Backend backend) {
+  if (std::filesystem::exists(workspace / kRunStateFile))
+    throw Error(ErrorKind::Usage, workspace.string() +
+                                      " already holds an optimization run; extract into a new workspace "
+                                      "(or `autokernel run --restart`)");
+  std::filesystem::remove_all(workspace / "kernels");  // what an earlier extract left is not this plan
+  Plan plan{profile.short_name(), false, {}};
+  for (const RankedEntry& e : ranking.entries) {
+    if (plan.kernels.size() >= top) break;
+    if (!ranking.extractable(e)) continue;
+    const std::string name = kernel_name(e);
+    plan.kernels.push_back({name, *e.entry.op, copy_starter(workspace, backend, *e.entry.op, name), e.problem,
+                            e.entry.dtype, e.share});
+  }
+  if (plan.kernels.empty())
+    throw Error(ErrorKind::Usage,
+                "the profile has no operator autokernel can extract (every entry is unknown)");
+  write_plan(workspace, plan);
+  return plan;
+}
+
+}  // namespace ak

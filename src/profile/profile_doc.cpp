@@ -1,0 +1,59 @@
+#include "profile/profile_doc.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/paths.h"
+
+namespace ak {
+namespace {
+
+ProfileEntry entry_of(const nlohmann::json& j) {
+  ProfileEntry e;
+  if (j.contains("op") && !j["op"].is_null()) {
+    e.op = j["op"].get<std::string>();
+    e.problem = j.at("problem").get<std::string>();
+    e.dtype = j.at("dtype").get<std::string>();
+  } else {
+    e.aten = j.value("aten", std::string("(unknown)"));
+  }
+  e.us = j.at("us").get<double>();
+  e.calls = j.value("calls", 0.0);
+  return e;
+}
+
+}  // namespace
+
+std::string Profile::short_name() const {
+  const std::string& spec = model.spec;
+  const auto colon = spec.rfind(':');
+  std::string name =
+      colon != std::string::npos && spec.substr(0, colon).ends_with(".py") ? spec.substr(colon + 1) : spec;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  return name;
+}
+
+Profile read_profile(const std::filesystem::path& workspace) {
+  const auto path = workspace / kProfileFile;
+  if (!std::filesystem::exists(path))
+    throw Error(ErrorKind::Usage, "no " + path.string() + ": run `autokernel profile --model ...` first");
+  try {
+    const auto j = nlohmann::json::parse(read_text_file(path));
+    Profile p;
+    const auto& model = j.at("model");
+    p.model = {model.at("spec").get<std::string>(), model.at("input_shape").get<std::vector<int64_t>>(),
+               model.at("dtype").get<std::string>(), model.value("seed", int64_t{0})};
+    p.device_type = j.at("device").at("type").get<std::string>();
+    p.device_name = j.at("device").value("name", p.device_type);
+    p.time_kind = j.value("time_kind", std::string("time"));
+    p.total_us = j.at("total_us").get<double>();
+    p.wall_us = j.value("wall_us", 0.0);
+    for (const auto& e : j.at("entries")) p.entries.push_back(entry_of(e));
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::Usage, path.string() + " is not a profile: " + e.what());
+  }
+}
+
+}  // namespace ak

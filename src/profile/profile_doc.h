@@ -1,0 +1,50 @@
+// workspace/profile.json, written by the bridge (python/autokernel/profile.py): the model and how
+// it was run, and one entry per operator-problem-dtype (or unknown aten op) with its time per
+// forward pass. Read here so the C++ side can rank, plan and extract.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace ak {
+
+struct ProfileEntry {
+  std::optional<std::string> op;  // one of our operators, or none (an unknown aten op)
+  std::string problem;            // with op: the engine's problem string
+  std::string dtype;              // with op
+  std::string aten;               // without op: the outermost aten op, e.g. "aten::embedding"
+  double us = 0;                  // time per forward pass
+  double calls = 0;               // calls per forward pass
+};
+
+struct ProfiledModel {
+  std::string spec;  // "llama" or "path/to/file.py:Class"
+  std::vector<int64_t> input_shape;
+  std::string dtype;
+  int64_t seed = 0;
+};
+
+struct Profile {
+  ProfiledModel model;
+  std::string device_type;  // "cuda" or "cpu"
+  std::string device_name;
+  std::string time_kind;  // "gpu kernel time" or "cpu op time"
+  double total_us = 0;    // the entries' sum
+  double wall_us = 0;     // one forward pass, end to end
+  std::vector<ProfileEntry> entries;
+
+  Backend backend() const { return device_type == "cuda" ? Backend::Cuda : Backend::Host; }
+  // A name for branches and plans: the shipped model's name, or the user's class name.
+  std::string short_name() const;
+};
+
+inline constexpr const char* kProfileFile = "profile.json";
+
+// Throws Error(Usage) when there is no profile in the workspace or it is not one.
+Profile read_profile(const std::filesystem::path& workspace);
+
+}  // namespace ak

@@ -1,0 +1,147 @@
+// The model pipeline on the CPU with host kernels: profile a small model written as a user would
+// (tests/models/tiny_lm.py), extract its operators, verify the model with the kernels plugged in,
+// and catch a wrong kernel. Needs a Python with PyTorch (scripts/install-deps.sh installs it).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "cli_runner.h"
+
+namespace ak::test {
+namespace {
+
+const std::string kTinyModel = std::string(AK_TEST_MODELS) + "/tiny_lm.py:TinyLM";
+
+std::filesystem::path profiled_and_extracted(const std::string& name) {
+  const auto ws = scratch_dir(name) / "workspace";
+  const ProcessResult profile =
+      run_cli({"profile", "--model", kTinyModel, "--workspace", ws.string(), "--json"});
+  EXPECT_TRUE(profile.ok()) << profile.output;
+  const ProcessResult extract =
+      run_cli({"extract", "--top", "20", "--backend", "host", "--workspace", ws.string(), "--json"});
+  EXPECT_TRUE(extract.ok()) << extract.output;
+  return ws;
+}
+
+TEST(ModelCli, ProfileAttributesEveryOperatorOnce) {
+  const auto ws = scratch_dir("model-profile") / "workspace";
+  const ProcessResult run = run_cli({"profile", "--model", kTinyModel, "--workspace", ws.string(), "--json"});
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto j = json_of(run);
+  std::set<std::string> ops;
+  double shares = 0, total = 0;
+  for (const auto& e : j["entries"]) {
+    if (e.contains("op")) ops.insert(e["op"].get<std::string>());
+    shares += e["share"].get<double>();
+    total += e["us"].get<double>();
+  }
+  // The tiny model reaches eight of the nine operators (its attention is written out, not SDPA).
+  EXPECT_EQ(ops, (std::set<std::string>{"matmul", "rmsnorm", "rotary_embedding", "fused_mlp", "softmax",
+                                        "layernorm", "cross_entropy", "reduce"}));
+  EXPECT_NEAR(shares, 1.0, 1e-6);  // every entry once: the shares add up to the whole
+  EXPECT_NEAR(total, j["total_us"].get<double>(), 1e-6 * total);
+  EXPECT_GT(j["covered_share"].get<double>(), 0.3);
+  EXPECT_GT(j["projected_speedup"].get<double>(), 1.0);
+  EXPECT_TRUE(std::filesystem::exists(ws / "profile" / "trace.json"));
+}
+
+TEST(ModelCli, ExtractWritesThePlanWithTheModelsShapes) {
+  const auto ws = profiled_and_extracted("model-extract");
+  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
+  ASSERT_GE(plan["kernels"].size(), 8u);
+  std::set<std::string> shapes;
+  for (const auto& k : plan["kernels"]) {
+    EXPECT_TRUE(std::filesystem::exists(ws / k["file"].get<std::string>())) << k.dump();
+    EXPECT_EQ(k["dtype"], "fp32");
+    shapes.insert(k["op"].get<std::string>() + " " + k["shape"].get<std::string>());
+  }
+  // The model's own problems: 2x24 tokens of width 48, SwiGLU hidden 136, 4 heads of 12.
+  EXPECT_TRUE(shapes.contains("fused_mlp 48x48x136")) << plan.dump();
+  EXPECT_TRUE(shapes.contains("rotary_embedding 2x4x24x12")) << plan.dump();
+  EXPECT_TRUE(shapes.contains("matmul 48x144x48")) << plan.dump();
+}
+
+TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
+  const auto ws = profiled_and_extracted("model-verify");
+  const ProcessResult run = run_cli({"verify", "--workspace", ws.string(), "--iterations", "2", "--json"});
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto j = json_of(run);
+  EXPECT_TRUE(j["passed"].get<bool>());
+  ASSERT_GE(j["kernels"].size(), 8u);
+  for (const auto& k : j["kernels"]) EXPECT_GE(k["calls"].get<int>(), 1) << k.dump();
+  for (const auto& o : j["outputs"]) EXPECT_LT(o["relative_error"].get<double>(), 1e-4) << o.dump();
+  EXPECT_GT(j["timing"]["ours_us"].get<double>(), 0);
+  EXPECT_GT(j["timing"]["eager_us"].get<double>(), 0);
+}
+
+TEST(ModelCli, VerifyCatchesAWrongKernel) {
+  const auto ws = profiled_and_extracted("model-wrong");
+  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
+  std::string rmsnorm_file;
+  for (const auto& k : plan["kernels"])
+    if (k["op"] == "rmsnorm") rmsnorm_file = k["file"];
+  ASSERT_FALSE(rmsnorm_file.empty());
+  std::filesystem::copy_file(kernel("wrong_rmsnorm.cpp"), ws / rmsnorm_file,
+                             std::filesystem::copy_options::overwrite_existing);
+  const ProcessResult run = run_cli({"verify", "--workspace", ws.string(), "--iterations", "1"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("MISMATCH"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("differ from eager"), std::string::npos) << run.output;
+}
+
+struct BadModel {
+  const char* name;
+  std::vector<std::string> args;
+  const char* message;
+};
+
+void PrintTo(const BadModel& b, std::ostream* os) {
+  *os << b.name;
+}
+
+class ModelErrors : public ::testing::TestWithParam<BadModel> {};
+
+TEST_P(ModelErrors, OneLineAndNonZeroExit) {
+  const auto ws = scratch_dir("model-errors") / "workspace";
+  std::vector<std::string> args = GetParam().args;
+  args.insert(args.end(), {"--workspace", ws.string()});
+  const ProcessResult run = run_cli(args, 120);
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  const std::string last = run.tail(1);
+  EXPECT_NE(last.find(GetParam().message), std::string::npos) << run.output;
+  EXPECT_EQ(last.rfind("autokernel: ", 0), 0u) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(ws / "profile.json"));
+}
+
+const std::string kBroken = std::string(AK_TEST_MODELS) + "/broken.py";
+
+INSTANTIATE_TEST_SUITE_P(
+    BadModels, ModelErrors,
+    ::testing::Values(
+        BadModel{"missing_file", {"profile", "--model", "/nonexistent/model.py:Net"}, "model file not found"},
+        BadModel{"missing_class", {"profile", "--model", kTinyModel + "Typo"}, "has no class TinyLMTypo"},
+        BadModel{"not_a_module", {"profile", "--model", kBroken + ":NotAModule"}, "not a torch.nn.Module"},
+        BadModel{
+            "needs_arguments", {"profile", "--model", kBroken + ":NeedsArguments"}, "no arguments failed"},
+        BadModel{
+            "does_not_run", {"profile", "--model", kBroken + ":FailsInForward"}, "does not run on input"},
+        BadModel{"wrong_input_shape",
+                 {"profile", "--model", kTinyModel, "--input-shape", "2,24,3"},
+                 "bad input shape"},
+        BadModel{"unknown_model", {"profile", "--model", "resnet9000"}, "resnet9000"},
+        BadModel{"verify_without_profile", {"verify"}, "run `autokernel profile"},
+        BadModel{"extract_without_profile", {"extract"}, "run `autokernel profile"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(ModelErrorsNoTorch, MissingPyTorchIsOneLine) {
+  const auto ws = scratch_dir("model-no-torch") / "workspace";
+  const ProcessResult run = run_process({"env", "AUTOKERNEL_PYTHON=/bin/false", AK_CLI_PATH, "profile",
+                                         "--model", "llama-tiny", "--workspace", ws.string()});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("no Python with PyTorch"), std::string::npos) << run.output;
+  EXPECT_LE(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+}
+
+}  // namespace
+}  // namespace ak::test
