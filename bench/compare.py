@@ -190,6 +190,8 @@ def main():
         if best:
             row["gbps"], row["tflops"], row["roofline"] = best["gbps"], best["tflops"], best["roofline"]
         rows.append(row)
+        if a.json_out:  # after every row: a run cut short keeps what it measured
+            pathlib.Path(a.json_out).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
         del args
         torch.cuda.empty_cache()
 
@@ -205,8 +207,6 @@ def main():
                      f"{ratio(r['compile_us'])} | {r['note']} |")
     table = "\n".join(lines)
     print(table)
-    if a.json_out:
-        pathlib.Path(a.json_out).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
     if a.record:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         with open(a.record, "a") as out:

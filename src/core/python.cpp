@@ -61,7 +61,8 @@ void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeo
     path.append(":").append(existing);
   ProcessOptions options;
   options.timeout = timeout;
-  options.env = {{"PYTHONPATH", path}, {"PYTHONUNBUFFERED", "1"}};
+  // The CLI loads its own kernels eagerly (main.cpp); PyTorch would load all of its own the same way.
+  options.env = {{"PYTHONPATH", path}, {"PYTHONUNBUFFERED", "1"}, {"CUDA_MODULE_LOADING", "LAZY"}};
   options.on_line = [](std::string_view line) { std::cerr << line << std::endl; };
   std::vector<std::string> argv = {*python, "-m", "autokernel"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One device call for the model pipeline and the compute-bound kernels, within the 10-minute
+# limit of a call: build, then the main job on a GPU (`autokernel run --model llama`, compact,
+# fp16, 8 x 512 tokens: profile, extract, optimize, report, verify), then bench/compare.py for
+# matmul, flash_attention and fused_mlp (the file's default configuration of each, against
+# cuBLAS / SDPA / eager PyTorch). Every step has its own time limit so the call ends in time and
+# $OUT keeps what finished. A short table is printed last.
+#   RUN_BUDGET=90s COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
+# Needs .carry (scripts/prepare-carry.sh) named in the call's carry.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-logs}
+mkdir -p "$OUT"
+PREFIX=$PWD/.carry/root/usr
+export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
+export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+RUN_BUDGET=${RUN_BUDGET:-90s}
+RUN_LIMIT=${RUN_LIMIT:-330}
+COMPARE_OPS=${COMPARE_OPS:-matmul,flash_attention,fused_mlp}
+COMPARE_LIMIT=${COMPARE_LIMIT:-150}
+AK=$PWD/build-gpu/autokernel
+WS=/tmp/llama-workspace
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
+  git log -1 --format='commit %H' 2>/dev/null || true
+} 2>&1 | tee "$OUT/session.log"
+
+log build | tee -a "$OUT/session.log"
+if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DAK_BUILD_TESTS=OFF \
+         -DCMAKE_PREFIX_PATH="$PREFIX" && ninja -C build-gpu autokernel; } >"$OUT/build.log" 2>&1; then
+  tail -30 "$OUT/build.log"; exit 1
+fi
+
+log "run --model llama (limit ${RUN_LIMIT}s, optimize budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
+timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top 5 --budget "$RUN_BUDGET" \
+  --compile-mode default --workspace "$WS" --restart 2>&1 | tee -a "$OUT/session.log"
+echo "run exit: ${PIPESTATUS[0]}" | tee -a "$OUT/session.log"
+for f in profile.json verify.json results.tsv reports/progress.png; do [[ -f $WS/$f ]] && cp "$WS/$f" "$OUT/"; done
+"$AK" report --workspace "$WS" --json --no-plot >"$OUT/report.json" 2>/dev/null
+
+log "compare $COMPARE_OPS (limit ${COMPARE_LIMIT}s)" | tee -a "$OUT/session.log"
+timeout "$COMPARE_LIMIT" python3 bench/compare.py --ak "$AK" --ops "$COMPARE_OPS" --no-compile --tune-budget 1 \
+  --json-out "$OUT/compare.json" 2>&1 | tee -a "$OUT/session.log"
+
+log summary
+python3 - "$OUT" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+def load(name):
+    p = out / name
+    return json.loads(p.read_text()) if p.exists() else None
+v, r, c = load("verify.json"), load("report.json"), load("compare.json")
+if r:
+    s = r["summary"]
+    print(f"optimize: {s['experiments']} experiments in {s['elapsed_s']:.0f} s = {s['experiments_per_hour']:.0f}/hour, "
+          f"projected {s['projected_speedup']:.3f}x")
+    for k in r["kernels"]:
+        print(f"  {k['name']:45s} {k['baseline_us']:9.1f} -> {k['best_us']:9.1f} us  roofline {100*k['best_roofline']:.1f}%")
+if v:
+    t = v["timing"]
+    ratio = lambda base: f"{t[base] / t['ours_us']:.2f}x" if t.get(base) else "-"
+    print(f"verify: passed={v['passed']} eager {t['eager_us']:.0f} us, compile {t['compile_us'] or 0:.0f} us, "
+          f"ours {t['ours_us']:.0f} us: {ratio('eager_us')} eager, {ratio('compile_us')} compile")
+for row in (c or {}).get("rows", []):
+    ours = row["ours_us"]
+    print(f"compare {row['op']:16s} {row['shape']:24s} {row['dtype']}: ours {ours or 0:9.1f} us, eager {row['eager_us']:9.1f} us"
+          f" -> {row['eager_us'] / ours if ours else 0:.2f}x  ({row['note'][:60]})")
+PY
