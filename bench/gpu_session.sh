@@ -5,7 +5,8 @@
 # matmul, flash_attention and fused_mlp (the file's default configuration of each, against
 # cuBLAS / SDPA / eager PyTorch). Every step has its own time limit so the call ends in time and
 # $OUT keeps what finished. A short table is printed last.
-#   RUN_BUDGET=90s COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
+#   RUN_BUDGET=90s RUN_TOP=5 COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
+#   COMPARE_OPS=rmsnorm,softmax COMPARE_DTYPES=bf16 COMPARE_COMPILE=1 bash bench/gpu_session.sh
 # Needs .carry (scripts/prepare-carry.sh) named in the call's carry.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +18,11 @@ export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 RUN_BUDGET=${RUN_BUDGET:-90s}
 RUN_LIMIT=${RUN_LIMIT:-330}
+RUN_TOP=${RUN_TOP:-5}
 COMPARE_OPS=${COMPARE_OPS:-matmul,flash_attention,fused_mlp}
 COMPARE_LIMIT=${COMPARE_LIMIT:-150}
+COMPARE_DTYPES=${COMPARE_DTYPES:-fp16,bf16,fp32}
+COMPARE_COMPILE=${COMPARE_COMPILE:-0}  # torch.compile max-autotune takes minutes for the matmuls
 AK=$PWD/build-gpu/autokernel
 WS=/tmp/llama-workspace
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
@@ -36,14 +40,16 @@ if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=O
 fi
 
 log "run --model llama (limit ${RUN_LIMIT}s, optimize budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
-timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top 5 --budget "$RUN_BUDGET" \
+timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top "$RUN_TOP" --budget "$RUN_BUDGET" \
   --compile-mode default --workspace "$WS" --restart 2>&1 | tee -a "$OUT/session.log"
 echo "run exit: ${PIPESTATUS[0]}" | tee -a "$OUT/session.log"
 for f in profile.json verify.json results.tsv reports/progress.png; do [[ -f $WS/$f ]] && cp "$WS/$f" "$OUT/"; done
 "$AK" report --workspace "$WS" --json --no-plot >"$OUT/report.json" 2>/dev/null
 
 log "compare $COMPARE_OPS (limit ${COMPARE_LIMIT}s)" | tee -a "$OUT/session.log"
-timeout "$COMPARE_LIMIT" python3 bench/compare.py --ak "$AK" --ops "$COMPARE_OPS" --no-compile --tune-budget 1 \
+compile_flag=(--no-compile); [[ $COMPARE_COMPILE == 1 ]] && compile_flag=()
+timeout "$COMPARE_LIMIT" python3 bench/compare.py --ak "$AK" --ops "$COMPARE_OPS" --dtypes "$COMPARE_DTYPES" \
+  "${compile_flag[@]}" --tune-budget 1 \
   --json-out "$OUT/compare.json" 2>&1 | tee -a "$OUT/session.log"
 
 log summary
@@ -65,8 +71,14 @@ if v:
     ratio = lambda base: f"{t[base] / t['ours_us']:.2f}x" if t.get(base) else "-"
     print(f"verify: passed={v['passed']} eager {t['eager_us']:.0f} us, compile {t['compile_us'] or 0:.0f} us, "
           f"ours {t['ours_us']:.0f} us: {ratio('eager_us')} eager, {ratio('compile_us')} compile")
+    print(f"  graphs: eager {t.get('eager_graph_us', 0):.0f} us, ours {t.get('ours_graph_us', 0):.0f} us "
+          f"{t.get('ours_graph_note', '')}")
+    for k in v["kernels"]:
+        print(f"  {k['name']:45s} use={k.get('use')} calls={k['calls']} {k.get('why', '')}")
 for row in (c or {}).get("rows", []):
     ours = row["ours_us"]
+    compiled = row.get("compile_us")
     print(f"compare {row['op']:16s} {row['shape']:24s} {row['dtype']}: ours {ours or 0:9.1f} us, eager {row['eager_us']:9.1f} us"
-          f" -> {row['eager_us'] / ours if ours else 0:.2f}x  ({row['note'][:60]})")
+          f" -> {row['eager_us'] / ours if ours else 0:.2f}x, compile {compiled or 0:.1f} us -> "
+          f"{compiled / ours if ours and compiled else 0:.2f}x, {100 * (row.get('roofline') or 0):.1f}% ({row['note'][:50]})")
 PY

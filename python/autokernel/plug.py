@@ -12,10 +12,10 @@ from .sites import function_sites
 
 
 class _Interceptor(TorchFunctionMode):
-    def __init__(self, handler):
+    def __init__(self, handler, sites):
         super().__init__()
         self._handler = handler
-        self._sites = function_sites()
+        self._sites = sites
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -39,15 +39,19 @@ def _patched_forward(site, handler):
 
 
 @contextlib.contextmanager
-def intercepted(module_sites, handler):
-    """Within: handler(call, run_in_torch) answers every call of one of our operators."""
+def intercepted(module_sites, handler, ops=None):
+    """Within: handler(call, run_in_torch) answers every call of one of our operators (of those in
+    `ops`, when given). A TorchFunctionMode costs Python on every torch call, so it is entered only
+    when some intercepted function can reach the handler."""
     patched = []
+    functions = function_sites(ops)
     try:
         for site in module_sites:
-            forward = _patched_forward(site, handler)
-            site.module.forward = forward  # an instance attribute: this module only
+            if ops is not None and site.op not in ops:
+                continue
+            site.module.forward = _patched_forward(site, handler)  # an instance attribute: this module only
             patched.append(site.module)
-        with _Interceptor(handler):
+        with _Interceptor(handler, functions) if functions else contextlib.nullcontext():
             yield
     finally:
         for module in patched:

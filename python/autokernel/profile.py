@@ -108,7 +108,8 @@ def profile(args, progress):
     progress(f"profiling {args.model} ({','.join(map(str, loaded.shape))}, {args.dtype}) on {loaded.device}")
     loading.run_model(loaded)  # a model that does not run fails here, with its reason
     sites = patterns.detect(loaded.model)
-    progress("module patterns: " + (", ".join(f"{s.name} ({s.op})" for s in sites) or "none"))
+    found = collections.Counter(site.op for site in sites)
+    progress("module patterns: " + (", ".join(f"{op} x{n}" for op, n in sorted(found.items())) or "none"))
 
     def scope(call, run_in_torch):
         with record_function(_scope_name(call)):

@@ -1,8 +1,9 @@
 """Compiled kernels plugged into a model. Each operator is a torch.library custom op,
-autokernel::<op>, defined from the op table; its one implementation picks the kernel module for
-the call (the one extracted for this exact problem and dtype, else the operator's highest-ranked
-one — every kernel passed the harness on every shape of its sweep), allocates the outputs and
-launches the module through the C ABI. No glue per kernel: any module of the operator fits.
+autokernel::<op>, defined from the op table; its one implementation picks the kernel module
+extracted for the call's problem and dtype, allocates the outputs and launches the module through
+the C ABI. No glue per kernel: any module of the operator fits. A call no kernel was extracted
+for stays with PyTorch (a kernel is tuned for its own problem; cuBLAS is a better default than a
+matmul tuned for another shape), and is counted as such.
 """
 import collections
 
@@ -19,29 +20,33 @@ class Refused(Unsupported):
 
 class Router:
     def __init__(self, kernels):
-        """kernels: [{name, op, shape, dtype, module}] in rank order (modules.json of `autokernel verify`)."""
+        """kernels: [{name, op, shape, dtype, module, use}] (modules.json of `autokernel verify`).
+        Only those with use (default true) are loaded; each replaces exactly the calls of its own
+        problem and dtype — the ones it was extracted from and optimized for."""
         self.kernels = []
         for k in kernels:
             if k["op"] not in OPS:
                 raise ValueError(f"kernel {k['name']}: unknown operator {k['op']}")
-            self.kernels.append(dict(k, loaded=KernelModule(k["module"])))
+            if k.get("use", True):
+                self.kernels.append(dict(k, loaded=KernelModule(k["module"])))
+        self._by_call = {(k["op"], k["shape"], k["dtype"]): k for k in self.kernels}
+        self._ops = frozenset(k["op"] for k in self.kernels)
         self.calls = collections.Counter()  # kernel name -> calls it ran
         self.fallbacks = collections.Counter()  # (op, reason) -> calls torch ran instead
 
     def ops(self):
-        return {k["op"] for k in self.kernels}
+        return self._ops
 
     def pick(self, op, problem, dtype_name):
-        candidates = [k for k in self.kernels if k["op"] == op]
-        for k in candidates:
-            if k["shape"] == problem and k["dtype"] == dtype_name:
-                return k
-        return candidates[0] if candidates else None
+        return self._by_call.get((op, problem, dtype_name))
 
     def launch(self, op, inputs, scalars):
         spec = OPS[op]
         shapes = [tuple(t.shape) for t in inputs]
-        kernel = self.pick(op, spec.problem(shapes, scalars), DTYPE_NAMES.get(inputs[0].dtype, "?"))
+        problem, dtype_name = spec.problem(shapes, scalars), DTYPE_NAMES.get(inputs[0].dtype, "?")
+        kernel = self.pick(op, problem, dtype_name)
+        if kernel is None:
+            raise Refused(f"no kernel for {problem} {dtype_name}")
         outputs = spec.allocate(inputs)
         code = kernel["loaded"].launch(inputs, outputs, scalars)
         if code != 0:

@@ -64,19 +64,33 @@ def _last_dim(x, dim):
     return dim is not None and not isinstance(dim, (list, tuple)) and dim in (-1, x.dim() - 1)
 
 
-# The weight of a Linear is [N, K]; the matmul kernel takes B[K, N]. The transposed copy is made
-# once per weight (and again only if the weight is changed in place), not on every call. Keyed by
-# identity (a WeakKeyDictionary would compare tensors with ==), dropped when the weight dies.
-_transposed = {}
+class PerTensor:
+    """Values derived from a tensor, kept while it lives and is not changed in place (an optimizer
+    step bumps its version). Keyed by identity: a WeakKeyDictionary would compare tensors with ==."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, tensor, extra=()):
+        entry = self._entries.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and entry[1] == (tensor._version, extra):
+            return entry[2]
+        return None
+
+    def put(self, tensor, value, extra=()):
+        key = id(tensor)
+        self._entries[key] = (weakref.ref(tensor, lambda _: self._entries.pop(key, None)),
+                              (tensor._version, extra), value)
+        return value
+
+
+# The weight of a Linear is [N, K]; the matmul kernel takes B[K, N]: made once per weight.
+_transposed = PerTensor()
 
 
 def transposed(weight):
-    key = id(weight)
-    entry = _transposed.get(key)
-    if entry is None or entry[0]() is not weight or entry[1] != weight._version:
-        entry = (weakref.ref(weight, lambda _: _transposed.pop(key, None)), weight._version, weight.t().contiguous())
-        _transposed[key] = entry
-    return entry[2]
+    cached = _transposed.get(weight)
+    return cached if cached is not None else _transposed.put(weight, weight.t().contiguous())
 
 
 def linear(args, kwargs):
@@ -183,11 +197,31 @@ def cross_entropy(args, kwargs):
 
     def inputs():
         # torch skips ignore_index (-100) targets; the kernel would read outside the row
-        if bool(((targets < 0) | (targets >= logits.shape[1])).any()):
+        if not _targets_in_range(targets, logits.shape[1]):
             raise Unsupported("a target outside [0, V)")
         return [logits.contiguous(), targets.contiguous()]
 
     return Call("cross_entropy", [tuple(logits.shape), tuple(targets.shape)], [], logits.dtype, inputs, finish)
+
+
+# Targets found in range. Checking needs the values on the host (a synchronization), which a CUDA
+# graph capture forbids: a capture takes the answer of the run before it, and targets never
+# checked go back to torch there.
+_checked_targets = PerTensor()
+
+
+def _targets_in_range(targets, classes):
+    # A model reshapes its targets on every call: a new view each time, of the same base tensor.
+    base = targets if targets._base is None else targets._base
+    view = (classes, targets.storage_offset(), tuple(targets.shape), targets.stride())
+    if _checked_targets.get(base, view):
+        return True
+    if targets.is_cuda and torch.cuda.is_current_stream_capturing():
+        return False
+    ok = bool(((targets >= 0) & (targets < classes)).all())
+    if ok:
+        _checked_targets.put(base, True, view)
+    return ok
 
 
 def row_sum(args, kwargs):
@@ -203,20 +237,21 @@ def row_sum(args, kwargs):
     return call
 
 
-def function_sites():
-    """The torch functions we intercept, each with its converter (what this torch has of them)."""
+def function_sites(ops=None):
+    """The torch functions we intercept (those this torch has), each with its converter; only
+    those of the operators in `ops` when given."""
     sites = {
-        F.linear: linear,
-        F.softmax: softmax_of(3),
-        torch.softmax: softmax_of(2),
-        torch.Tensor.softmax: softmax_of(2),
-        F.layer_norm: layer_norm,
-        F.cross_entropy: cross_entropy,
-        torch.sum: row_sum,
-        torch.Tensor.sum: row_sum,
+        F.linear: ("matmul", linear),
+        F.softmax: ("softmax", softmax_of(3)),
+        torch.softmax: ("softmax", softmax_of(2)),
+        torch.Tensor.softmax: ("softmax", softmax_of(2)),
+        F.layer_norm: ("layernorm", layer_norm),
+        F.cross_entropy: ("cross_entropy", cross_entropy),
+        torch.sum: ("reduce", row_sum),
+        torch.Tensor.sum: ("reduce", row_sum),
     }
     if hasattr(F, "scaled_dot_product_attention"):
-        sites[F.scaled_dot_product_attention] = attention
+        sites[F.scaled_dot_product_attention] = ("flash_attention", attention)
     if hasattr(F, "rms_norm"):
-        sites[F.rms_norm] = rms_norm
-    return sites
+        sites[F.rms_norm] = ("rmsnorm", rms_norm)
+    return {func: convert for func, (op, convert) in sites.items() if ops is None or op in ops}

@@ -1,6 +1,9 @@
-"""`autokernel verify`'s Python half: the model of the workspace's profile, run three ways on the
-same weights and inputs — PyTorch eager (the reference), torch.compile, and eager with every
-compiled kernel plugged in — compared output by output, and timed with one method.
+"""`autokernel verify`'s Python half: the model of the workspace's profile, run on the same
+weights and inputs as PyTorch eager (the reference), as torch.compile, and as eager with the
+compiled kernels plugged in — compared output by output, and timed with one method. On a GPU,
+eager and ours are also captured as CUDA graphs and replayed: the plugging runs Python around
+every call, and a replay shows what the kernels themselves give without it (or without eager's
+own launch cost), next to the same treatment of eager.
 
 The C++ side builds the kernel modules, hands them over in modules.json, reads verify.json,
 prints the table and picks the exit code.
@@ -82,6 +85,33 @@ def _compiled(loaded, mode, progress):
     return compiled, f"mode {mode}"
 
 
+def _graphed(forward):
+    """forward() captured as a CUDA graph (after warm-up on a side stream), and its outputs."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        for _ in range(3):
+            forward()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph, capture_error_mode="relaxed"):
+        output = forward()
+    return graph, output
+
+
+def _graph_timing(loaded, name, forward, reference, timing, args):
+    """Times the replay of forward's graph; returns the comparison of its outputs (or None)."""
+    try:
+        graph, output = _graphed(forward)
+    except Exception as e:  # a kernel that cannot be captured is a note, not the end of verify
+        timing[f"{name}_graph_note"] = f"capture failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+        return None
+    graph.replay()
+    synchronize(loaded.device)
+    timing[f"{name}_graph_us"] = median_us(loaded, graph.replay, args.warmup, args.iterations)
+    return compare(reference, output, loaded.dtype)
+
+
 def verify(args, progress):
     workspace = pathlib.Path(args.workspace)
     profile_path = workspace / "profile.json"
@@ -91,11 +121,12 @@ def verify(args, progress):
     kernels = json.loads(pathlib.Path(args.modules).read_text())
     loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"],
                           args.device, model.get("seed", 0))
-    progress(f"verifying {model['spec']} with {len(kernels)} kernels plugged in, on {loaded.device}")
+    plugged_count = sum(1 for k in kernels if k.get("use", True))
+    progress(f"verifying {model['spec']} with {plugged_count} of {len(kernels)} kernels plugged in, on {loaded.device}")
     reference = loading.run_model(loaded)
     router = Router(kernels)
     sites = patterns.detect(loaded.model)
-    with plugged_in(router), intercepted(sites, router.handle):
+    with plugged_in(router), intercepted(sites, router.handle, router.ops()):
         ours = loading.run_model(loaded)
     outputs = compare(reference, ours, loaded.dtype)
     passed = all(row["ok"] for row in outputs)
@@ -105,13 +136,20 @@ def verify(args, progress):
         return loading.run_model(loaded)
 
     def plugged():
-        with plugged_in(router), intercepted(sites, router.handle):
+        with plugged_in(router), intercepted(sites, router.handle, router.ops()):
             return loading.run_model(loaded)
 
-    calls_in_check = dict(router.calls)
+    calls_in_check, fallbacks_in_check = dict(router.calls), dict(router.fallbacks)
     timing = {"warmup": args.warmup, "iterations": args.iterations, "method": "median wall time per forward pass"}
     timing["eager_us"] = median_us(loaded, eager, args.warmup, args.iterations)
     timing["ours_us"] = median_us(loaded, plugged, args.warmup, args.iterations)
+    graph_outputs = None
+    if loaded.device.type == "cuda":
+        progress("CUDA graphs of eager and ours")
+        _graph_timing(loaded, "eager", lambda: loaded.model(*loaded.inputs), reference, timing, args)
+        graph_outputs = _graph_timing(loaded, "ours", plugged, reference, timing, args)
+        if graph_outputs is not None:
+            passed = passed and all(row["ok"] for row in graph_outputs)
     compiled, timing["compile_note"] = _compiled(loaded, args.compile_mode, progress)
     timing["compile_us"] = None
     if compiled is not None:
@@ -123,11 +161,13 @@ def verify(args, progress):
         "torch": torch.__version__,
         "passed": passed,
         "outputs": outputs,
+        "graph_outputs": graph_outputs,
         "kernels": [
-            {key: k[key] for key in ("name", "op", "shape", "dtype", "module")} | {"calls": calls_in_check.get(k["name"], 0)}
-            for k in router.kernels
+            {key: k.get(key) for key in ("name", "op", "shape", "dtype", "module", "use", "why")}
+            | {"calls": calls_in_check.get(k["name"], 0)}
+            for k in kernels
         ],
-        "fallbacks": [{"op": op, "reason": reason, "calls": n} for (op, reason), n in router.fallbacks.items()],
+        "fallbacks": [{"op": op, "reason": reason, "calls": n} for (op, reason), n in fallbacks_in_check.items()],
         "timing": timing,
     }
     pathlib.Path(args.json_out).write_text(json.dumps(document, indent=1) + "\n")

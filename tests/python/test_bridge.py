@@ -156,6 +156,16 @@ class Converters(unittest.TestCase):
         self.assertEqual(call.problem, "2x8x16x4:causal=1,kv_heads=2")
         self.assertAlmostEqual(call.scalars[0], 1 / math.sqrt(4))
 
+    def test_targets_checked_once_per_base_tensor(self):
+        logits, targets = torch.randn(6, 5), torch.tensor([[1, 2, 3], [4, 0, 1]])
+        first = sites.cross_entropy((logits, targets.reshape(-1)), {})
+        first.inputs()  # checks, and remembers the base tensor
+        self.assertIsNotNone(sites._checked_targets.get(targets, (5, 0, (6,), (1,))))
+        with torch.no_grad():
+            targets[0, 0] = -100  # an in-place change: checked again, and refused
+        with self.assertRaises(sites.Unsupported):
+            sites.cross_entropy((logits, targets.reshape(-1)), {}).inputs()
+
     def test_cross_entropy_with_ignored_targets_goes_back_to_torch(self):
         call = sites.cross_entropy((torch.randn(3, 5), torch.tensor([1, -100, 2])), {})
         with self.assertRaises(sites.Unsupported):
