@@ -19,6 +19,7 @@ export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 RUN_BUDGET=${RUN_BUDGET:-90s}
 RUN_LIMIT=${RUN_LIMIT:-330}
 RUN_TOP=${RUN_TOP:-5}
+RUN_KERNEL_BUDGET=${RUN_KERNEL_BUDGET:-}
 COMPARE_OPS=${COMPARE_OPS:-matmul,flash_attention,fused_mlp}
 COMPARE_LIMIT=${COMPARE_LIMIT:-150}
 COMPARE_DTYPES=${COMPARE_DTYPES:-fp16,bf16,fp32}
@@ -41,6 +42,7 @@ fi
 
 log "run --model llama (limit ${RUN_LIMIT}s, optimize budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
 timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top "$RUN_TOP" --budget "$RUN_BUDGET" \
+  ${RUN_KERNEL_BUDGET:+--kernel-budget "$RUN_KERNEL_BUDGET"} \
   --compile-mode default --workspace "$WS" --restart 2>&1 | tee -a "$OUT/session.log"
 echo "run exit: ${PIPESTATUS[0]}" | tee -a "$OUT/session.log"
 for f in profile.json verify.json results.tsv reports/progress.png; do [[ -f $WS/$f ]] && cp "$WS/$f" "$OUT/"; done
