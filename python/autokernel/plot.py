@@ -80,9 +80,11 @@ def best_so_far(rows):
 
 def panel_title(kernel):
     base, best = kernel.get("baseline_us", 0), kernel.get("best_us", 0)
-    title = "{} ({} {} {}, share {:.0%})".format(
-        kernel["name"], kernel.get("op", ""), kernel.get("shape", ""), kernel.get("dtype", ""),
-        kernel.get("share", 0))
+    what = "{} {} {}, share {:.0%}".format(
+        kernel.get("op", ""), kernel.get("shape", ""), kernel.get("dtype", ""), kernel.get("share", 0))
+    # an extracted kernel's name is its op, problem and dtype already; a suite kernel's is its op
+    name = kernel["name"]
+    title = what if name.startswith(kernel.get("op", "")) else "{}: {}".format(name, what)
     if base > 0 and best > 0:
         title += "\n{:.4g} \u2192 {:.4g} \u00b5s ({:.2f}x)".format(base, best, base / best)
     return title
@@ -128,8 +130,9 @@ def draw_panel(ax, kernel, rows):
         if ax.get_yscale() == "log":
             ax.set_ylim(low / 1.3, high * 1.6)  # headroom above for the failed row
         else:
-            span = (high - low) or high
+            span = max(high - low, 0.05 * high)  # one point, or two a rounding apart: still a readable axis
             ax.set_ylim(max(0.0, low - 0.1 * span), high + 0.2 * span)
+            ax.ticklabel_format(axis="y", useOffset=False)
     ax.legend(fontsize=7, loc="best")
 
 

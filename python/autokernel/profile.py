@@ -12,6 +12,7 @@ import json
 import pathlib
 import statistics
 import time
+import warnings
 
 import torch
 from torch.autograd.profiler import record_function
@@ -120,7 +121,9 @@ def profile(args, progress):
         for _ in range(args.warmup):
             loading.run_model(loaded)
         synchronize(loaded.device)
-        with torch.profiler.profile(activities=activities) as prof:
+        with warnings.catch_warnings(), torch.profiler.profile(activities=activities) as prof:
+            # torch 2.x warns that a profile keeps only its last cycle; there is one cycle here
+            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
             for _ in range(args.iterations):
                 loading.run_model(loaded)
             synchronize(loaded.device)

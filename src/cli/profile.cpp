@@ -62,8 +62,9 @@ void print_ranking(const Profile& p, const Ranking& ranking, size_t max_rows) {
     const RankedEntry& r = ranking.entries[i];
     if (!r.op) unknown_share += r.share;
     if (i >= max_rows) continue;
-    rows.push_back({std::to_string(i + 1), entry_label(r), r.problem, r.entry.dtype, fixed(r.entry.calls, 0),
-                    microseconds(r.entry.us), fixed(100 * r.share, 1, "%"), r.op ? r.bound : "",
+    rows.push_back({std::to_string(i + 1), entry_label(r), r.problem, r.entry.dtype,
+                    r.entry.op ? fixed(r.entry.calls, 0) : "", microseconds(r.entry.us),
+                    fixed(100 * r.share, 1, "%"), r.op ? r.bound : "",
                     r.op ? microseconds(r.roofline_us) : "", r.op ? fixed(r.headroom, 1, "x") : "",
                     r.op ? fixed(r.projected, 3, "x") : (r.note.empty() ? "" : "not extractable")});
   }
