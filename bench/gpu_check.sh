@@ -10,12 +10,7 @@
 # lacks travel in .carry/root (Debian packages unpacked by scripts/prepare-carry.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-logs}
-mkdir -p "$OUT"
-PREFIX=$PWD/.carry/root/usr
-export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
-export PATH=$PATH:/usr/local/cuda/bin
+source bench/gpu_env.sh
 SHAPE=${SHAPE:-8192x8192}
 TUNE_BUDGET=${TUNE_BUDGET:-}      # e.g. 4m; default: the whole space
 CPU_TESTS=${CPU_TESTS:-1}

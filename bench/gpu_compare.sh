@@ -4,12 +4,7 @@
 #   OPS=rmsnorm,softmax TUNE_BUDGET=60s bash bench/gpu_compare.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-logs}
-mkdir -p "$OUT"
-PREFIX=$PWD/.carry/root/usr
-export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
-export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+source bench/gpu_env.sh
 OPS=${OPS:-rmsnorm,softmax,layernorm,reduce,cross_entropy,rotary_embedding}
 
 echo "== build"

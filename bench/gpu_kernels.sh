@@ -8,12 +8,7 @@
 # both bench and tune.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-logs}
-mkdir -p "$OUT"
-PREFIX=$PWD/.carry/root/usr
-export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
-export PATH=$PATH:/usr/local/cuda/bin
+source bench/gpu_env.sh
 OPS=${OPS:-matmul,flash_attention,fused_mlp}
 TUNE_BUDGET=${TUNE_BUDGET:-}
 TUNE_SED=${TUNE_SED:-}

@@ -10,12 +10,7 @@
 # Needs .carry (scripts/prepare-carry.sh) named in the call's carry.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-logs}
-mkdir -p "$OUT"
-PREFIX=$PWD/.carry/root/usr
-export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
-export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+source bench/gpu_env.sh
 RUN_BUDGET=${RUN_BUDGET:-90s}
 RUN_LIMIT=${RUN_LIMIT:-330}
 RUN_TOP=${RUN_TOP:-5}

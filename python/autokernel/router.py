@@ -56,7 +56,10 @@ class Router:
 
     def handle(self, call, run_in_torch):
         """The verify handler of plug.intercepted: our kernel, or torch when there is none."""
-        if call.op not in self.ops():
+        if call.op not in self._ops:
+            return run_in_torch()
+        if self.pick(call.op, call.problem, call.dtype_name) is None:  # before any input is made
+            self.fallbacks[(call.op, f"no kernel for {call.problem} {call.dtype_name}")] += 1
             return run_in_torch()
         try:
             inputs = call.inputs()

@@ -11,7 +11,7 @@ import unittest
 import torch
 
 from autokernel import models
-from autokernel.models import bert, gpt2, llama
+from autokernel.models import bert, common, gpt2, llama
 
 TINY = ("gpt2-tiny", "llama-tiny", "bert-tiny")
 LANGUAGE_MODELS = ("gpt2-tiny", "llama-tiny")
@@ -144,17 +144,17 @@ class PrimitiveTest(unittest.TestCase):
                     q = torch.randn(2, 4, 8, 16, generator=generator)
                     k = torch.randn(2, kv_heads, 8, 16, generator=generator)
                     v = torch.randn(2, kv_heads, 8, 16, generator=generator)
-                    expected = llama._math_attention(q, k, v, causal)
-                    torch.testing.assert_close(llama.attention(q, k, v, causal), expected)
+                    expected = common._math_attention(q, k, v, causal)
+                    torch.testing.assert_close(common.attention(q, k, v, causal), expected)
 
     def test_math_attention_is_a_weighted_average_of_values(self):
         q = torch.randn(1, 2, 5, 8)
         k = torch.randn(1, 2, 5, 8)
-        out = llama._math_attention(q, k, torch.ones(1, 2, 5, 8), causal=True)
+        out = common._math_attention(q, k, torch.ones(1, 2, 5, 8), causal=True)
         torch.testing.assert_close(out, torch.ones_like(out))
         # Causal: the first position sees only itself.
         v = torch.randn(1, 2, 5, 8)
-        torch.testing.assert_close(llama._math_attention(q, k, v, causal=True)[:, :, 0], v[:, :, 0])
+        torch.testing.assert_close(common._math_attention(q, k, v, causal=True)[:, :, 0], v[:, :, 0])
 
     def test_rms_norm_matches_its_definition(self):
         norm = llama.RMSNorm(32, eps=1e-6)

@@ -75,6 +75,28 @@ TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
   EXPECT_GT(j["timing"]["eager_us"].get<double>(), 0);
 }
 
+TEST(ModelCli, AfterARunOnlyKernelsThatPassedAndBeatPyTorchArePluggedIn) {
+  const auto ws = profiled_and_extracted("model-after-run");
+  const ProcessResult optimize =
+      run_cli({"optimize", "--workspace", ws.string(), "--backend", "host", "--budget", "1", "--json"});
+  ASSERT_TRUE(optimize.ok()) << optimize.output;
+  const ProcessResult run = run_cli({"verify", "--workspace", ws.string(), "--iterations", "1", "--json"});
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto j = json_of(run);
+  const auto& kernels = j["kernels"];
+  ASSERT_GE(kernels.size(), 2u);
+  // The one experiment's kernel is plugged in only if it beat PyTorch's own time per call.
+  const std::string first = kernels[0]["why"];
+  EXPECT_EQ(kernels[0]["use"].get<bool>(), first.find("slower") == std::string::npos) << first;
+  EXPECT_NE(first.find("vs PyTorch's"), std::string::npos) << first;
+  for (size_t i = 1; i < kernels.size(); ++i) {
+    EXPECT_FALSE(kernels[i]["use"].get<bool>()) << kernels[i].dump();
+    EXPECT_EQ(kernels[i]["why"], "not reached within the run's budget");
+  }
+  for (const auto& k : kernels) EXPECT_EQ(k["calls"].get<int>() > 0, k["use"].get<bool>()) << k.dump();
+  EXPECT_TRUE(j["passed"].get<bool>());
+}
+
 TEST(ModelCli, VerifyCatchesAWrongKernel) {
   const auto ws = profiled_and_extracted("model-wrong");
   const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .llama import attention
+from .common import attention, init_weights
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Bert(nn.Module):
         self.config = config
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
-        self.apply(_init_weights)
+        self.apply(init_weights)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         seq = input_ids.size(1)
@@ -119,15 +119,6 @@ class Bert(nn.Module):
         return x
 
 
-def _init_weights(module: nn.Module) -> None:
-    # A small, fixed std keeps activations well inside fp16 range at every depth.
-    if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, mean=0.0, std=0.02)
-    if isinstance(module, nn.Linear) and module.bias is not None:
-        nn.init.zeros_(module.bias)
-    if isinstance(module, nn.LayerNorm):
-        nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)
 
 
 def parameter_count(config: BertConfig) -> int:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .llama import attention
+from .common import attention, init_weights, lm_outputs
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class GPT2(nn.Module):
         # Tied: the output projection reuses the token embedding, as GPT-2 does; parameters() then
         # yields the shared tensor once.
         self.lm_head.weight = self.wte.weight
-        self.apply(_init_weights)
+        self.apply(init_weights)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         seq = idx.size(1)
@@ -101,22 +101,9 @@ class GPT2(nn.Module):
         x = self.wte(idx) + self.wpe(positions)
         for block in self.h:
             x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        if targets is None:
-            return logits
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-        return logits, loss
+        return lm_outputs(self.lm_head(self.ln_f(x)), targets)
 
 
-def _init_weights(module: nn.Module) -> None:
-    # A small, fixed std keeps activations and logits well inside fp16 range at every depth.
-    if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, mean=0.0, std=0.02)
-    if isinstance(module, nn.Linear) and module.bias is not None:
-        nn.init.zeros_(module.bias)
-    if isinstance(module, nn.LayerNorm):
-        nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)
 
 
 def parameter_count(config: GPT2Config) -> int:
