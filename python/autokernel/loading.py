@@ -7,6 +7,7 @@ A user's class is built with no arguments. Its inputs come from its own
 it has that attribute; else a float tensor of the input shape. Its default input shape is its
 `default_input_shape`, if any.
 """
+import contextlib
 import importlib.util
 import pathlib
 from dataclasses import dataclass
@@ -110,7 +111,9 @@ def load(spec, shape_text, dtype_name, device_name, seed=0):
             shipped = models.get(spec)
         except KeyError as e:
             raise BridgeError(str(e.args[0]) if e.args else f"unknown model {spec}") from None
-        model = shipped.build()
+        # Built where it will run (torch >= 2.0): a 7B model initialised on a GPU, not on the CPU first.
+        with torch.device(device) if hasattr(torch.device, "__enter__") else contextlib.nullcontext():
+            model = shipped.build()
         shape = parse_shape(shape_text) if shape_text is not None else tuple(shipped.default_shape)
         make_inputs = shipped.make_inputs
     model = model.to(device=device, dtype=dtype).eval()

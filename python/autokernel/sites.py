@@ -96,19 +96,42 @@ def transposed(weight):
 def linear(args, kwargs):
     x, weight = argument(args, kwargs, 0, "input"), argument(args, kwargs, 1, "weight")
     bias = argument(args, kwargs, 2, "bias")
-    if not _floating(x, weight) or weight.dim() != 2 or x.dim() == 0 or x.shape[-1] != weight.shape[1]:
+    if not _floating(x, weight) or weight.dim() != 2:
         return None
-    n, k = weight.shape
-    m = x.numel() // k
+    call = _product(x, weight.t(), bias)
+    if call is not None:  # the weight's transposed copy is made once, not on every call
+        m, k = call.shapes[0]
+        call.inputs = lambda: [x.reshape(m, k).contiguous(), transposed(weight)]
+    return call
+
+
+def _product(a, b, bias=None):
+    """a[..., K] @ b[K, N] (+ bias): the unbatched matmul the ABI holds; None for anything else."""
+    if not _floating(a, b) or b.dim() != 2 or a.dim() == 0 or a.shape[-1] != b.shape[0]:
+        return None
+    k, n = b.shape
+    m = a.numel() // k
     if m == 0:
         return None
 
     def finish(outputs):
-        y = outputs[0].reshape(*x.shape[:-1], n)
+        y = outputs[0].reshape(*a.shape[:-1], n)
         return y if bias is None else y + bias
 
-    return Call("matmul", [(m, k), (k, n)], [], x.dtype,
-                lambda: [x.reshape(m, k).contiguous(), transposed(weight)], finish)
+    return Call("matmul", [(m, k), (k, n)], [], a.dtype, lambda: [a.reshape(m, k).contiguous(), b.contiguous()], finish)
+
+
+def matmul(args, kwargs):
+    """torch.matmul, Tensor.__matmul__ and torch.mm with a 2-D right-hand side."""
+    return _product(argument(args, kwargs, 0, "input"), argument(args, kwargs, 1, "other",
+                                                                 kwargs.get("mat2")))
+
+
+def addmm(args, kwargs):
+    bias, a, b = (argument(args, kwargs, i, name) for i, name in enumerate(("input", "mat1", "mat2")))
+    if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or not isinstance(bias, torch.Tensor):
+        return None
+    return _product(a, b, bias)
 
 
 def attention(args, kwargs):
@@ -242,6 +265,11 @@ def function_sites(ops=None):
     those of the operators in `ops` when given."""
     sites = {
         F.linear: ("matmul", linear),
+        torch.matmul: ("matmul", matmul),
+        torch.Tensor.matmul: ("matmul", matmul),
+        torch.Tensor.__matmul__: ("matmul", matmul),
+        torch.mm: ("matmul", matmul),
+        torch.addmm: ("matmul", addmm),
         F.softmax: ("softmax", softmax_of(3)),
         torch.softmax: ("softmax", softmax_of(2)),
         torch.Tensor.softmax: ("softmax", softmax_of(2)),

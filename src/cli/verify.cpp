@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct VerifyOptions {
-  std::string workspace = "workspace", compile_mode = "max-autotune-no-cudagraphs";
+  std::string workspace = "workspace", compile_mode = "max-autotune-no-cudagraphs", plug = "faster";
   int iterations = 20, timeout_s = 3600;
   bool json = false;
 };
@@ -117,7 +117,8 @@ double torch_us_per_call(const Profile& profile, const PlanModule& m) {
 // the model's outputs is the point). After a run, only a kernel that passed the harness and beat
 // PyTorch's own time for its problem: a kernel that would slow the model down stays out.
 std::pair<bool, std::string> plug_decision(const PlanModule& m, const Profile& profile,
-                                           const std::optional<RunState>& run) {
+                                           const std::optional<RunState>& run, bool all) {
+  if (all) return {true, "--plug all"};
   if (!run) return {true, "no optimization run: the extracted kernel as it is"};
   const auto k = std::find_if(run->kernels.begin(), run->kernels.end(),
                               [&](const KernelState& s) { return s.name == m.name; });
@@ -141,7 +142,7 @@ int run_verify(const VerifyOptions& o) {
   std::cerr << "autokernel: building the " << plan.kernels.size() << " kernels of the plan...\n";
   nlohmann::json modules = nlohmann::json::array();
   for (const PlanModule& m : build_plan_modules(ws, plan, backend, arch)) {
-    const auto [use, why] = plug_decision(m, profile, run);
+    const auto [use, why] = plug_decision(m, profile, run, o.plug == "all");
     modules.push_back({{"name", m.name},
                        {"op", m.op},
                        {"shape", m.shape},
@@ -181,6 +182,10 @@ Command verify_command() {
                 ->capture_default_str();
             app.add_option("--compile-mode", o->compile_mode, "torch.compile mode to compare with, or none")
                 ->capture_default_str();
+            app.add_option("--plug", o->plug,
+                           "faster: after a run, only kernels that passed and beat PyTorch's own time "
+                           "(default); all: every kernel of the plan")
+                ->check(CLI::IsMember({"faster", "all"}));
             app.add_option("--iterations", o->iterations, "timed forward passes of each kind")
                 ->check(CLI::PositiveNumber);
             app.add_option("--timeout", o->timeout_s, "seconds the bridge may take in all")

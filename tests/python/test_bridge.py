@@ -150,6 +150,18 @@ class Converters(unittest.TestCase):
             w.mul_(2)  # an in-place change (an optimizer step) makes a new one
         self.assertTrue(torch.equal(sites.transposed(w), 2 * bt))
 
+    def test_every_spelling_of_a_2d_product_is_a_matmul(self):
+        from autokernel.plug import intercepted
+
+        seen = []
+        a, w, bias = torch.randn(2, 3, 8), torch.randn(8, 5), torch.randn(5)
+        with intercepted([], lambda call, run: seen.append(call.problem) or run()):
+            a @ w, torch.matmul(a, w), a.matmul(w), torch.mm(a[0], w), torch.addmm(bias, a[0], w)
+            a @ a.transpose(-1, -2)  # batched: not the ABI's matmul
+        self.assertEqual(seen, ["6x5x8"] * 3 + ["3x5x8"] * 2)
+        call = sites.addmm((bias, a[0], w), {})
+        self.assertTrue(torch.allclose(call.finish([a[0] @ w]), torch.addmm(bias, a[0], w)))
+
     def test_attention_problem_names_causality_and_groups(self):
         q, kv = torch.randn(2, 8, 16, 4), torch.randn(2, 2, 16, 4)
         call = sites.attention((q, kv, kv), {"is_causal": True, "enable_gqa": True})
