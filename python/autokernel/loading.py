@@ -76,7 +76,7 @@ def _user_class(spec):
     return cls
 
 
-def _user_model(spec, shape_text, device, generator):
+def _user_model(spec, shape_text):
     cls = _user_class(spec)
     try:
         model = cls()
@@ -105,7 +105,7 @@ def load(spec, shape_text, dtype_name, device_name, seed=0):
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     if ":" in spec and spec.rpartition(":")[0].endswith(".py"):
-        model, shape, make_inputs = _user_model(spec, shape_text, device, generator)
+        model, shape, make_inputs = _user_model(spec, shape_text)
     else:
         try:
             shipped = models.get(spec)

@@ -133,7 +133,7 @@ def profile(args, progress):
     entries = attribute(prof.events(), args.iterations, gpu)
     document = {
         "model": {"spec": args.model, "input_shape": list(loaded.shape), "dtype": args.dtype, "seed": args.seed},
-        "device": {"type": loaded.device.type, "name": _device_name(loaded.device)},
+        "device": {"type": loaded.device.type, "name": device_name(loaded.device)},
         "torch": torch.__version__,
         "time_kind": "gpu kernel time" if gpu else "cpu op time",
         "iterations": args.iterations,
@@ -148,7 +148,7 @@ def profile(args, progress):
     return 0
 
 
-def _device_name(device):
+def device_name(device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 

@@ -18,7 +18,7 @@ import torch
 from . import loading, patterns
 from .loading import BridgeError
 from .plug import intercepted
-from .profile import synchronize
+from .profile import device_name, synchronize
 from .router import Router, plugged_in
 
 # Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
@@ -112,6 +112,24 @@ def _graph_timing(loaded, name, forward, reference, timing, args):
     return compare(reference, output, loaded.dtype)
 
 
+def time_all(loaded, eager, plugged, reference, args, progress):
+    """Eager, ours and torch.compile, one method; on a GPU also eager's and ours' graph replays.
+    Returns the timings and the comparison of the replayed outputs (None without a replay)."""
+    timing = {"warmup": args.warmup, "iterations": args.iterations, "method": "median wall time per forward pass"}
+    timing["eager_us"] = median_us(loaded, eager, args.warmup, args.iterations)
+    timing["ours_us"] = median_us(loaded, plugged, args.warmup, args.iterations)
+    graph_outputs = None
+    if loaded.device.type == "cuda":
+        progress("CUDA graphs of eager and ours")
+        _graph_timing(loaded, "eager", lambda: loaded.model(*loaded.inputs), reference, timing, args)
+        graph_outputs = _graph_timing(loaded, "ours", plugged, reference, timing, args)
+    compiled, timing["compile_note"] = _compiled(loaded, args.compile_mode, progress)
+    timing["compile_us"] = None
+    if compiled is not None:
+        timing["compile_us"] = median_us(loaded, lambda: compiled(*loaded.inputs), args.warmup, args.iterations)
+    return timing, graph_outputs
+
+
 def verify(args, progress):
     workspace = pathlib.Path(args.workspace)
     profile_path = workspace / "profile.json"
@@ -140,24 +158,12 @@ def verify(args, progress):
             return loading.run_model(loaded)
 
     calls_in_check, fallbacks_in_check = dict(router.calls), dict(router.fallbacks)
-    timing = {"warmup": args.warmup, "iterations": args.iterations, "method": "median wall time per forward pass"}
-    timing["eager_us"] = median_us(loaded, eager, args.warmup, args.iterations)
-    timing["ours_us"] = median_us(loaded, plugged, args.warmup, args.iterations)
-    graph_outputs = None
-    if loaded.device.type == "cuda":
-        progress("CUDA graphs of eager and ours")
-        _graph_timing(loaded, "eager", lambda: loaded.model(*loaded.inputs), reference, timing, args)
-        graph_outputs = _graph_timing(loaded, "ours", plugged, reference, timing, args)
-        if graph_outputs is not None:
-            passed = passed and all(row["ok"] for row in graph_outputs)
-    compiled, timing["compile_note"] = _compiled(loaded, args.compile_mode, progress)
-    timing["compile_us"] = None
-    if compiled is not None:
-        timing["compile_us"] = median_us(loaded, lambda: compiled(*loaded.inputs), args.warmup, args.iterations)
+    timing, graph_outputs = time_all(loaded, eager, plugged, reference, args, progress)
+    if graph_outputs is not None:
+        passed = passed and all(row["ok"] for row in graph_outputs)
     document = {
         "model": model,
-        "device": {"type": loaded.device.type,
-                   "name": torch.cuda.get_device_name(loaded.device) if loaded.device.type == "cuda" else "cpu"},
+        "device": {"type": loaded.device.type, "name": device_name(loaded.device)},
         "torch": torch.__version__,
         "passed": passed,
         "outputs": outputs,
