@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .sites import Call
+from .sites import Call, rowwise
 
 # How close the module's output must be to the formula's on the probe, per dtype
 PROBE_TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
@@ -60,12 +60,7 @@ def _rmsnorm(module):
 
     def convert(args, kwargs):
         x = _single_tensor(args, kwargs)
-        if x is None or x.dtype != weight.dtype or x.dim() == 0 or x.shape[-1] != weight.shape[0]:
-            return None
-        rows = (x.numel() // x.shape[-1], x.shape[-1])
-        return Call("rmsnorm", [rows, tuple(weight.shape)], [eps], x.dtype,
-                    lambda: [x.reshape(rows).contiguous(), weight.contiguous()],
-                    lambda out: out[0].reshape(x.shape))
+        return None if x is None else rowwise("rmsnorm", x, (weight,), (eps,))
 
     return convert
 

@@ -10,8 +10,6 @@ C++ side ranks, classifies against the measured ceilings and prints the Amdahl p
 import collections
 import json
 import pathlib
-import statistics
-import time
 import warnings
 
 import torch
@@ -19,6 +17,7 @@ from torch.autograd.profiler import record_function
 
 from . import loading, patterns
 from .plug import intercepted
+from .timing import device_name, median_us, synchronize
 
 SCOPE = "ak::"
 
@@ -84,23 +83,6 @@ def _ancestors(event):
         node = node.cpu_parent
 
 
-def synchronize(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def wall_time_us(loaded, repeats=10):
-    """Median wall time of one forward pass (after it has run once)."""
-    times = []
-    for _ in range(repeats):
-        synchronize(loaded.device)
-        start = time.perf_counter()
-        loading.run_model(loaded)
-        synchronize(loaded.device)
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
-
-
 def profile(args, progress):
     loaded = loading.load(args.model, args.input_shape, args.dtype, args.device, args.seed)
     workspace = pathlib.Path(args.workspace)
@@ -138,7 +120,7 @@ def profile(args, progress):
         "time_kind": "gpu kernel time" if gpu else "cpu op time",
         "iterations": args.iterations,
         "total_us": sum(e["us"] for e in entries),
-        "wall_us": wall_time_us(loaded),
+        "wall_us": median_us(loaded.device, lambda: loading.run_model(loaded), 0, 10),
         "patterns": [{"module": s.name, "op": s.op} for s in sites],
         "trace": str(trace.relative_to(workspace)),
         "entries": entries,
@@ -146,10 +128,6 @@ def profile(args, progress):
     (workspace / "profile.json").write_text(json.dumps(document, indent=1) + "\n")
     progress(f"wrote {workspace / 'profile.json'} ({len(entries)} entries) and {trace}")
     return 0
-
-
-def device_name(device):
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
 def add_arguments(parser):

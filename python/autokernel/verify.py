@@ -10,15 +10,13 @@ prints the table and picks the exit code.
 """
 import json
 import pathlib
-import statistics
-import time
 
 import torch
 
 from . import loading, patterns
 from .loading import BridgeError
 from .plug import intercepted
-from .profile import device_name, synchronize
+from .timing import device_name, median_us, synchronize
 from .router import Router, plugged_in
 
 # Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
@@ -54,19 +52,6 @@ def compare(reference, ours, dtype):
     if len(flatten(reference)) != len(flatten(ours)):
         rows.append({"name": "(outputs)", "ok": False, "reason": "a different number of output tensors"})
     return rows
-
-
-def median_us(loaded, forward, warmup, iterations):
-    for _ in range(warmup):
-        forward()
-    times = []
-    for _ in range(iterations):
-        synchronize(loaded.device)
-        start = time.perf_counter()
-        forward()
-        synchronize(loaded.device)
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
 
 
 def _compiled(loaded, mode, progress):
@@ -108,7 +93,7 @@ def _graph_timing(loaded, name, forward, reference, timing, args):
         return None
     graph.replay()
     synchronize(loaded.device)
-    timing[f"{name}_graph_us"] = median_us(loaded, graph.replay, args.warmup, args.iterations)
+    timing[f"{name}_graph_us"] = median_us(loaded.device, graph.replay, args.warmup, args.iterations)
     return compare(reference, output, loaded.dtype)
 
 
@@ -116,8 +101,8 @@ def time_all(loaded, eager, plugged, reference, args, progress):
     """Eager, ours and torch.compile, one method; on a GPU also eager's and ours' graph replays.
     Returns the timings and the comparison of the replayed outputs (None without a replay)."""
     timing = {"warmup": args.warmup, "iterations": args.iterations, "method": "median wall time per forward pass"}
-    timing["eager_us"] = median_us(loaded, eager, args.warmup, args.iterations)
-    timing["ours_us"] = median_us(loaded, plugged, args.warmup, args.iterations)
+    timing["eager_us"] = median_us(loaded.device, eager, args.warmup, args.iterations)
+    timing["ours_us"] = median_us(loaded.device, plugged, args.warmup, args.iterations)
     graph_outputs = None
     if loaded.device.type == "cuda":
         progress("CUDA graphs of eager and ours")
@@ -126,7 +111,8 @@ def time_all(loaded, eager, plugged, reference, args, progress):
     compiled, timing["compile_note"] = _compiled(loaded, args.compile_mode, progress)
     timing["compile_us"] = None
     if compiled is not None:
-        timing["compile_us"] = median_us(loaded, lambda: compiled(*loaded.inputs), args.warmup, args.iterations)
+        timing["compile_us"] = median_us(loaded.device, lambda: compiled(*loaded.inputs), args.warmup,
+                                         args.iterations)
     return timing, graph_outputs
 
 

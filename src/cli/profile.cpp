@@ -79,7 +79,7 @@ void print_ranking(const Profile& p, const Ranking& ranking, size_t max_rows) {
 }
 
 int run_profile(const ProfileOptions& o) {
-  const bool gpu = o.device == "cuda" || (o.device == "auto" && default_backend() == Backend::Cuda);
+  const bool gpu = backend_of_device(o.device) == Backend::Cuda;
   const std::string device = gpu ? "cuda" : "cpu";
   std::vector<std::string> args = {"profile",
                                    "--model",

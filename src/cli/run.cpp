@@ -52,7 +52,7 @@ int run_main_job(const RunOptions& o) {
                                         "--workspace for a new one (optimize --resume continues a run)");
     fs::remove_all(ws);
   }
-  const bool gpu = o.device == "cuda" || (o.device == "auto" && default_backend() == Backend::Cuda);
+  const bool gpu = backend_of_device(o.device) == Backend::Cuda;
   const std::string budget = o.budget.empty() ? (gpu ? "10m" : "2m") : o.budget;
   std::vector<std::string> profile = {"profile",  "--model", o.model,       "--dtype",  o.dtype,
                                       "--device", o.device,  "--workspace", o.workspace};

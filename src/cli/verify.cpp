@@ -106,7 +106,7 @@ std::string first_mismatch(const nlohmann::json& v) {
 }
 
 // PyTorch's own time per call of a kernel's problem, from the profile (0 when it has none).
-double torch_us_per_call(const Profile& profile, const PlanModule& m) {
+double torch_us_per_call(const Profile& profile, const PlanKernel& m) {
   for (const auto& e : profile.entries)
     if (e.op == m.op && e.dtype == m.dtype && e.calls > 0 && parse_problem(e.problem).to_string() == m.shape)
       return e.us / e.calls;
@@ -116,7 +116,7 @@ double torch_us_per_call(const Profile& profile, const PlanModule& m) {
 // Whether verify plugs a kernel in, and why. Without a run, every extracted kernel (the check of
 // the model's outputs is the point). After a run, only a kernel that passed the harness and beat
 // PyTorch's own time for its problem: a kernel that would slow the model down stays out.
-std::pair<bool, std::string> plug_decision(const PlanModule& m, const Profile& profile,
+std::pair<bool, std::string> plug_decision(const PlanKernel& m, const Profile& profile,
                                            const std::optional<RunState>& run, bool all) {
   if (all) return {true, "--plug all"};
   if (!run) return {true, "no optimization run: the extracted kernel as it is"};
@@ -142,11 +142,11 @@ int run_verify(const VerifyOptions& o) {
   std::cerr << "autokernel: building the " << plan.kernels.size() << " kernels of the plan...\n";
   nlohmann::json modules = nlohmann::json::array();
   for (const PlanModule& m : build_plan_modules(ws, plan, backend, arch)) {
-    const auto [use, why] = plug_decision(m, profile, run, o.plug == "all");
-    modules.push_back({{"name", m.name},
-                       {"op", m.op},
-                       {"shape", m.shape},
-                       {"dtype", m.dtype},
+    const auto [use, why] = plug_decision(m.kernel, profile, run, o.plug == "all");
+    modules.push_back({{"name", m.kernel.name},
+                       {"op", m.kernel.op},
+                       {"shape", m.kernel.shape},
+                       {"dtype", m.kernel.dtype},
                        {"config", m.config},
                        {"module", fs::absolute(m.module).string()},
                        {"use", use},

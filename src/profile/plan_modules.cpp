@@ -29,7 +29,7 @@ std::vector<PlanModule> build_plan_modules(const std::filesystem::path& workspac
     const Config config =
         text.empty() ? Config{} : parse_config(text, parse_tune_space(read_text_file(source)));
     const BuildResult built = build_module({source, config, backend, arch});
-    modules.push_back({k.name, k.op, k.shape, k.dtype, to_string(config), built.module});
+    modules.push_back({k, to_string(config), built.module});
   }
   return modules;
 }

@@ -12,7 +12,7 @@
 namespace ak {
 
 struct PlanModule {
-  std::string name, op, shape, dtype;
+  PlanKernel kernel;
   std::string config;  // "THREADS=256 VEC=8", "" for the file's defaults
   std::filesystem::path module;
 };

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/problem.h"
 #include "core/registry.h"
+#include "runtime/ceilings_cache.h"
 
 namespace ak {
 namespace {
@@ -19,12 +20,9 @@ void classify(RankedEntry& r, const Ceilings& ceilings) {
     const DType dtype = parse_dtype(r.entry.dtype);
     r.op = &op;
     r.problem = problem.to_string();
-    const double memory_s =
-        ceilings.copy_gbps > 0 ? op.bytes(problem, dtype) / (ceilings.copy_gbps * 1e9) : 0;
-    const double compute_s =
-        ceilings.matrix_tflops > 0 ? op.flops(problem) / (ceilings.matrix_tflops * 1e12) : 0;
-    r.roofline_us = std::max(memory_s, compute_s) * 1e6 * std::max(r.entry.calls, 1.0);
-    r.bound = compute_s > memory_s ? "compute" : "memory";
+    const RooflineTimes per_call = roofline_times(ceilings, op.flops(problem), op.bytes(problem, dtype));
+    r.roofline_us = per_call.seconds() * 1e6 * std::max(r.entry.calls, 1.0);
+    r.bound = per_call.compute_bound() ? "compute" : "memory";
   } catch (const Error& e) {
     r.op = nullptr;
     r.problem = r.entry.problem;

@@ -36,12 +36,13 @@ Ceilings device_ceilings(Runtime& runtime, bool remeasure) {
   return c;
 }
 
+RooflineTimes roofline_times(const Ceilings& c, double flops, double bytes) {
+  return {c.copy_gbps > 0 ? bytes / (c.copy_gbps * 1e9) : 0,
+          c.matrix_tflops > 0 ? flops / (c.matrix_tflops * 1e12) : 0};
+}
+
 double roofline_fraction(const Ceilings& c, double flops, double bytes, double seconds) {
-  if (seconds <= 0) return 0;
-  double bound = 0;
-  if (c.copy_gbps > 0) bound = std::max(bound, bytes / (c.copy_gbps * 1e9));
-  if (c.matrix_tflops > 0) bound = std::max(bound, flops / (c.matrix_tflops * 1e12));
-  return bound / seconds;
+  return seconds > 0 ? roofline_times(c, flops, bytes).seconds() / seconds : 0;
 }
 
 }  // namespace ak

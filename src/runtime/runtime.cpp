@@ -26,6 +26,13 @@ bool cuda_backend_built() {
 #endif
 }
 
+Backend backend_of_device(std::string_view device) {
+  if (device == "auto") return default_backend();
+  if (device == "cuda") return Backend::Cuda;
+  if (device == "cpu") return Backend::Host;
+  throw Error(ErrorKind::Usage, "unknown device '" + std::string(device) + "' (cuda, cpu or auto)");
+}
+
 Backend default_backend() {
 #ifdef AK_WITH_CUDA
   if (cuda_device_present()) return Backend::Cuda;

@@ -84,6 +84,9 @@ std::unique_ptr<Runtime> make_runtime(Backend backend);
 
 // The backend a plain command uses: cuda when this build has it and a GPU answers, else host.
 Backend default_backend();
+// The backend of a model command's --device: "cuda", "cpu" (the host backend) or "auto"
+// (default_backend()). Throws Error(Usage) for anything else.
+Backend backend_of_device(std::string_view device);
 
 // Whether this build includes the CUDA backend.
 bool cuda_backend_built();
