@@ -22,7 +22,9 @@ struct StageReport {
 
 struct TimingReport {
   double median_us = 0;
-  double noise = 0;  // relative standard deviation of the samples
+  double noise = 0;   // relative standard deviation of the samples (the stopping rule's measure)
+  double spread = 0;  // 1.4826 * MAD / median: the same for normal samples, but a few preempted
+                      // samples do not inflate it (they do not move the median either)
   int samples = 0;
   double min_us = 0, max_us = 0;
   double seconds = 0;  // wall time spent sampling
@@ -45,7 +47,8 @@ struct ExperimentResult {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageReport, stage, checks, passed, worst_norm_error, seconds)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimingReport, median_us, noise, samples, min_us, max_us, seconds)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingReport, median_us, noise, spread, samples, min_us,
+                                                max_us, seconds)
 NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Pass, "PASS"},
                                       {Status::Fail, "FAIL"},

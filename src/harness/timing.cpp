@@ -18,6 +18,24 @@ double relative_noise(const std::vector<double>& samples) {
   return mean > 0 ? std::sqrt(var) / mean : 0.0;
 }
 
+namespace {
+
+double median_of_sorted(const std::vector<double>& sorted) {
+  const size_t n = sorted.size();
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+}  // namespace
+
+double relative_spread(std::vector<double> samples) {
+  if (samples.size() < 2) return 0.0;
+  std::sort(samples.begin(), samples.end());
+  const double median = median_of_sorted(samples);
+  for (double& s : samples) s = std::abs(s - median);
+  std::sort(samples.begin(), samples.end());
+  return median > 0 ? 1.4826 * median_of_sorted(samples) / median : 0.0;
+}
+
 TimingReport measure(Runtime& runtime, const std::function<void()>& launch, const TimingOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < options.warmup; ++i) runtime.time_sample(launch);
@@ -35,10 +53,9 @@ TimingReport measure(Runtime& runtime, const std::function<void()>& launch, cons
   TimingReport report;
   report.samples = static_cast<int>(samples.size());
   report.noise = relative_noise(samples);
+  report.spread = relative_spread(samples);
   std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  report.median_us = median * 1e6;
+  report.median_us = median_of_sorted(samples) * 1e6;
   report.min_us = samples.front() * 1e6;
   report.max_us = samples.back() * 1e6;
   report.seconds = elapsed();

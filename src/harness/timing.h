@@ -22,5 +22,8 @@ TimingReport measure(Runtime& runtime, const std::function<void()>& launch, cons
 
 // Relative standard deviation of samples (0 for fewer than two).
 double relative_noise(const std::vector<double>& samples);
+// 1.4826 * the median absolute deviation, over the median: a robust relative spread, equal to
+// relative_noise for normal samples (0 for fewer than two).
+double relative_spread(std::vector<double> samples);
 
 }  // namespace ak

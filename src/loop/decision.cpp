@@ -55,6 +55,7 @@ Outcome outcome_from_record(const ResultRecord& r) {
   o.commit = text(r, "commit");
   o.median_us = to_double(r, "median_us");
   o.noise = to_double(r, "noise");
+  o.spread = to_double(r, "spread");  // 0 in rows written before the column: noise stands in
   o.roofline = to_double(r, "roofline");
   o.samples = static_cast<int>(to_double(r, "samples"));
   o.elapsed_s = to_double(r, "elapsed_s");
@@ -62,10 +63,13 @@ Outcome outcome_from_record(const ResultRecord& r) {
 }
 
 double keep_threshold(const KernelState& k, const ExperimentResult& r, double min_gain) {
-  // The kernel's best was measured with best_noise; its sample count is not kept, so it is
-  // taken as the candidate's (both ran under the same timing rules).
-  const double a = median_error(k.best_noise, r.timing.samples);
-  const double b = median_error(r.timing.noise, r.timing.samples);
+  // Medians are compared, so their errors come from the robust spread: one preempted sample on a
+  // busy machine inflates the standard deviation by orders of magnitude but leaves the median
+  // where it was. (A spread of 0 is a measurement from before it was recorded: the noise stands
+  // in.) The best's sample count is not kept; it is taken as the candidate's.
+  const auto spread = [](double robust, double noise) { return robust > 0 ? robust : noise; };
+  const double a = median_error(spread(k.best_spread, k.best_noise), r.timing.samples);
+  const double b = median_error(spread(r.timing.spread, r.timing.noise), r.timing.samples);
   return std::max(min_gain, 3.0 * std::sqrt(a * a + b * b));
 }
 
@@ -93,6 +97,7 @@ void apply(RunState& state, const Outcome& o) {
       k.kept += 1;
     k.best_us = o.median_us;
     k.best_noise = o.noise;
+    k.best_spread = o.spread;
     k.best_roofline = o.roofline;
     k.best_config = o.config;
     if (!o.commit.empty()) k.best_commit = state.head = o.commit;

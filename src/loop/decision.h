@@ -24,6 +24,7 @@ struct Outcome {
   double median_us = 0, noise = 0, roofline = 0;
   int samples = 0;
   double elapsed_s = 0;  // since the run started
+  double spread = 0;     // robust relative spread (0 in rows from before it was recorded)
 };
 
 // Reads a results.tsv row written by the loop. Throws Error(Io) for a row without loop columns.

@@ -196,7 +196,8 @@ void KernelSession::record(const Pending& pending, const ExperimentResult& resul
                         result.timing.noise,
                         result.roofline,
                         result.timing.samples,
-                        elapsed};
+                        elapsed,
+                        result.timing.spread};
   apply(state_, outcome);
   save_run_state(env_.workspace, state_);
   if (env_.on_experiment) env_.on_experiment(kernel_, outcome, result);

@@ -33,6 +33,7 @@ struct KernelState {
   double baseline_us = 0;    // the starter's time (0 until measured)
   double best_us = 0;        // the best kept time (0 until measured)
   double best_noise = 0;     // relative noise of that measurement
+  double best_spread = 0;    // its robust spread (TimingReport::spread), which the keep rule uses
   double best_roofline = 0;  // fraction of the roofline at the best
   std::string best_config;   // the kept configuration ("" = the file's defaults)
   std::string best_commit;   // the commit holding the best
@@ -78,8 +79,9 @@ struct RunState {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelState, name, op, file, shape, dtype, share, baseline_us,
-                                                best_us, best_noise, best_roofline, best_config, best_commit,
-                                                experiments, kept, failed, non_improving, seconds, done)
+                                                best_us, best_noise, best_spread, best_roofline, best_config,
+                                                best_commit, experiments, kept, failed, non_improving,
+                                                seconds, done)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LoopSettings, proposer, strategy, agent_cmd, budget_s,
                                                 kernel_budget_s, patience, roofline_target, min_gain, quick,
                                                 seed)

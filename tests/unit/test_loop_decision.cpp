@@ -6,6 +6,7 @@
 #include "cli_runner.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "harness/timing.h"
 #include "loop/decision.h"
 #include "loop/git_repo.h"
 
@@ -49,6 +50,31 @@ TEST(LoopDecision, KeepsOnlyGainsBeyondTheNoiseAndTheMinimum) {
   const KernelState noisy = measured(100, 100, 0.10);
   EXPECT_GT(keep_threshold(noisy, passed(98, 0.10, 10), 0.005), 0.02);
   EXPECT_EQ(decide(noisy, passed(98, 0.10, 10), 0.005), "reverted");
+}
+
+TEST(LoopDecision, APreemptedSampleDoesNotHideAGain) {
+  // Samples around 100 us, one of them preempted for 30 ms (as on a loaded CI machine): the
+  // standard deviation explodes, the median and its robust spread do not.
+  std::vector<double> samples;
+  for (int i = 0; i < 30; ++i) samples.push_back(100e-6 * (1.0 + 0.002 * (i % 5 - 2)));
+  samples.push_back(30e-3);
+  EXPECT_GT(relative_noise(samples), 1.0);
+  EXPECT_LT(relative_spread(samples), 0.01);
+  KernelState k = measured(100, 100, relative_noise(samples));
+  k.best_spread = relative_spread(samples);
+  ExperimentResult faster = passed(50, relative_noise(samples), static_cast<int>(samples.size()));
+  faster.timing.spread = relative_spread(samples);
+  EXPECT_EQ(decide(k, faster, 0.005), "kept");
+  // Judged by the standard deviation alone, the 2x gain would be "noise".
+  faster.timing.spread = 0;
+  k.best_spread = 0;
+  EXPECT_EQ(decide(k, faster, 0.005), "reverted");
+  // And a real spread still protects: the same 2% gain at 10% robust spread over 10 samples.
+  KernelState spread_out = measured(100, 100, 0.10);
+  spread_out.best_spread = 0.10;
+  ExperimentResult small_gain = passed(98, 0.10, 10);
+  small_gain.timing.spread = 0.10;
+  EXPECT_EQ(decide(spread_out, small_gain, 0.005), "reverted");
 }
 
 TEST(LoopDecision, ApplyCountsAndStopsOnPatienceAndRoofline) {
