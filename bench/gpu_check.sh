@@ -25,8 +25,7 @@ AK=$PWD/build-gpu/autokernel
 step() { echo "== $*"; }
 
 step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DCMAKE_PREFIX_PATH="$PREFIX" \
-  >"$OUT/build.log" 2>&1 && ninja -C build-gpu >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+build_autokernel ON all || exit 1
 
 step gpu tests
 ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1

@@ -9,9 +9,7 @@ OPS=${OPS:-rmsnorm,softmax,layernorm,reduce,cross_entropy,rotary_embedding}
 
 echo "== build"
 if [[ ! -x build-gpu/autokernel ]]; then
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DAK_BUILD_TESTS=OFF \
-    -DCMAKE_PREFIX_PATH="$PREFIX" >"$OUT/build.log" 2>&1 &&
-    ninja -C build-gpu autokernel >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  build_autokernel || exit 1
 fi
 echo "== compare $OPS"
 python3 bench/compare.py --ak build-gpu/autokernel --ops "$OPS" ${TUNE_BUDGET:+--tune-budget "$TUNE_BUDGET"} \

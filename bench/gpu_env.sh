@@ -8,3 +8,18 @@ PREFIX=$PWD/.carry/root/usr
 export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+
+# build_autokernel [TESTS=ON|OFF] [ninja targets...]: configure build-gpu (warnings as errors) and
+# build the targets (default: the CLI); the log goes to $OUT/build.log, its tail to the terminal
+# on failure. Returns non-zero on failure, so callers say `build_autokernel ... || exit 1`.
+build_autokernel() {
+  local tests=${1:-OFF}
+  shift || true
+  local targets=("$@")
+  [[ ${#targets[@]} -gt 0 ]] || targets=(autokernel)
+  if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DAK_BUILD_TESTS="$tests" \
+           -DCMAKE_PREFIX_PATH="$PREFIX" && ninja -C build-gpu "${targets[@]}"; } >"$OUT/build.log" 2>&1; then
+    tail -30 "$OUT/build.log"
+    return 1
+  fi
+}

@@ -18,8 +18,7 @@ BENCH=${BENCH:-1}
 AK=$PWD/build-gpu/autokernel
 
 echo "== build"
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DCMAKE_PREFIX_PATH="$PREFIX" \
-  >"$OUT/build.log" 2>&1 && ninja -C build-gpu autokernel autokernel_gpu_tests >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+build_autokernel ON autokernel autokernel_gpu_tests || exit 1
 if [[ $GPU_TESTS == 1 ]]; then
   echo "== gpu tests"
   ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1

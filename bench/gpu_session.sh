@@ -30,10 +30,7 @@ log() { echo "== $(date -u +%H:%M:%S) $*"; }
 } 2>&1 | tee "$OUT/session.log"
 
 log build | tee -a "$OUT/session.log"
-if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAK_WERROR=ON -DAK_BUILD_TESTS=OFF \
-         -DCMAKE_PREFIX_PATH="$PREFIX" && ninja -C build-gpu autokernel; } >"$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"; exit 1
-fi
+build_autokernel || exit 1
 
 log "run --model llama (limit ${RUN_LIMIT}s, optimize budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
 timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top "$RUN_TOP" --budget "$RUN_BUDGET" \

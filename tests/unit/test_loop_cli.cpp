@@ -87,6 +87,30 @@ TEST(LoopCli, ImprovesASlowStarterAndRecordsEveryFault) {
   std::filesystem::remove_all(ws.parent_path());
 }
 
+TEST(LoopCli, TimesEveryKernelsBaselineBeforeSearchingAny) {
+  auto ws = make_workspace("loop-baselines");
+  std::filesystem::create_directories(ws / "kernels" / "other");
+  std::filesystem::copy_file(test::kernel("loop_modes.cpp"), ws / "kernels" / "other" / "other.cpp");
+  const Plan plan{"test",
+                  false,
+                  {{"sum", "reduce", "kernels/sum/sum.cpp", "48x1024", "fp32", 0.5},
+                   {"other", "reduce", "kernels/other/other.cpp", "48x1024", "fp32", 0.3}}};
+  write_file_atomically(ws / kPlanFile, nlohmann::json(plan).dump());
+  auto args = optimize_args(ws);
+  args.insert(args.end(), {"--strategy", "exhaustive", "--patience", "20", "--budget", "3"});
+  const auto run = test::run_cli(args, 300);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 3u) << run.output;
+  EXPECT_EQ(rows[0].at("name"), "sum");
+  EXPECT_EQ(rows[0].at("decision"), "baseline");
+  EXPECT_EQ(rows[1].at("name"), "other");
+  EXPECT_EQ(rows[1].at("decision"), "baseline");
+  EXPECT_NE(rows[2].at("decision"), "baseline");
+  expect_consistent(ws, test::json_of(run));
+  std::filesystem::remove_all(ws.parent_path());
+}
+
 TEST(LoopCli, KillNineMidExperimentThenResumeLosesNothing) {
   const auto ws = make_workspace("loop-kill");
   const auto pid_file = ws.parent_path() / "pid";

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Side-by-side table of the Nsight Compute counters that decide a kernel's speed, from one or more
+.ncu-rep files (each: the longest kernel in it), read with `ncu --import R --page raw --csv`.
+
+    python3 bench/ncu_summary.py ours=matmul-ours.ncu-rep cublas=matmul-torch.ncu-rep
+
+Rows: time and SM clock; launch shape; throughput of SM, L2, DRAM as % of peak; tensor-pipe
+activity; achieved occupancy and issue activity; the spread of active cycles across SMs (a tail
+or imbalance shows as avg < max); and the largest warp-stall reasons (cycles per issued
+instruction), so that a gap between two kernels can be read off counters, not guessed.
+"""
+import csv
+import io
+import re
+import subprocess
+import sys
+
+FIXED = [
+    ("duration (us)", "gpu__time_duration.sum", 1e-3),
+    ("SM clock (GHz)", "sm__cycles_elapsed.avg.per_second", 1e-9),
+    ("grid", "launch__grid_size", 1),
+    ("block", "launch__block_size", 1),
+    ("cluster size", "launch__cluster_size", 1),
+    ("registers/thread", "launch__registers_per_thread", 1),
+    ("shared mem/block (KB)", "launch__shared_mem_per_block", 1 / 1024),
+    ("SM throughput %", "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("memory throughput %", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("L2 throughput %", "lts__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("L2 hit rate %", "lts__t_sector_hit_rate.pct", 1),
+    ("DRAM throughput %", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("DRAM read (MB)", "dram__bytes_read.sum", 1e-6),
+    ("L1/shared throughput %", "l1tex__throughput.avg.pct_of_peak_sustained_active", 1),
+    ("achieved occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
+    ("issue slots busy %", "sm__inst_issued.avg.pct_of_peak_sustained_active", 1),
+    ("SM active cycles avg", "sm__cycles_active.avg", 1),
+    ("SM active cycles max", "sm__cycles_active.max", 1),
+    ("elapsed cycles", "sm__cycles_elapsed.max", 1),
+]
+TENSOR = re.compile(r"pipe_tensor.*pct_of_peak_sustained_(active|elapsed)$")
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
+SCALE = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "hz": 1, "khz": 1e3, "mhz": 1e6,
+         "ghz": 1e9, "byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 1024, "mibyte": 1048576}
+
+
+def number(text, unit):
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value * SCALE.get(unit.lower(), 1)
+
+
+def longest_kernel(report):
+    raw = subprocess.run(["ncu", "--import", report, "--page", "raw", "--csv"], capture_output=True, text=True,
+                         check=True).stdout
+    rows = list(csv.reader(io.StringIO(raw)))
+    header, units, data = rows[0], rows[1], rows[2:]
+    if not data:
+        raise SystemExit(f"ncu_summary.py: {report} holds no kernel")
+    kernels = [{h: (v, u) for h, u, v in zip(header, units, row)} for row in data]
+    duration = lambda k: number(*k.get("gpu__time_duration.sum", ("0", "")))
+    return max(kernels, key=lambda k: duration(k) or 0), len(kernels)
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: ncu_summary.py LABEL=REPORT.ncu-rep [LABEL=REPORT.ncu-rep ...]")
+    columns = []
+    for arg in sys.argv[1:]:
+        label, _, path = arg.partition("=")
+        kernel, count = longest_kernel(path or label)
+        columns.append((label, kernel))
+        print(f"{label}: {kernel['Kernel Name'][0][:150]} ({count} kernel(s) in the report)")
+    value = lambda k, name, scale: (number(*k[name]) * scale if name in k and number(*k[name]) is not None else None)
+    rows = [(label, [value(k, name, scale) for _, k in columns]) for label, name, scale in FIXED]
+    tensor = sorted({n for _, k in columns for n in k if TENSOR.search(n)})
+    rows += [(n.replace("sm__", "").replace(".avg", ""), [value(k, n, 1) for _, k in columns]) for n in tensor]
+    stalls = {}
+    for _, k in columns:
+        for n in k:
+            m = STALL.match(n)
+            if m and (v := value(k, n, 1)):
+                stalls[m.group(1)] = max(stalls.get(m.group(1), 0), v)
+    for reason in sorted(stalls, key=stalls.get, reverse=True)[:8]:
+        n = f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+        rows.append((f"stall {reason} (per issue)", [value(k, n, 1) for _, k in columns]))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'counter':{width}s} | " + " | ".join(f"{label:>14s}" for label, _ in columns))
+    for label, values in rows:
+        cells = " | ".join(f"{v:14.4g}" if v is not None else f"{'-':>14s}" for v in values)
+        print(f"{label:{width}s} | {cells}")
+
+
+if __name__ == "__main__":
+    main()
