@@ -18,13 +18,6 @@ NCU_LIMIT=${NCU_LIMIT:-150}
 dir=$OUT/ncu
 mkdir -p "$dir"
 ncu_run() { timeout "$NCU_LIMIT" ncu --clock-control none --set full -f "$@"; }
-# Our kernel's own name (the wgmma variants are what the default configurations run at these
-# problems), and how many of its launches precede the stream-held timing loop in `bench --quick`
-# (smoke and primary checks, two input sets each; flash_attention's smoke problem takes another
-# variant).
-declare -A KERNEL=([matmul]=wgmma_gemm_kernel [flash_attention]=attention_wgmma)
-declare -A LAUNCHES=([matmul]=4 [flash_attention]=2)
-
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; ncu --version | tail -1; } \
   2>&1 | tee "$dir/env.txt"
 echo "== build"
@@ -36,12 +29,24 @@ for case in $NCU_CASES; do
   IFS=, read -r op shape dtype <<<"$case"
   tag=$(echo "$op-$shape-$dtype" | tr ':=' '__')
   echo "== ncu $op $shape $dtype"
-  ncu_run -k "regex:${KERNEL[$op]}" --launch-count "${LAUNCHES[$op]}" -o "$dir/$tag-ours" \
-    "$AK" bench "kernels/cuda/$op.cu" --op "$op" --shape "$shape" --dtype "$dtype" --quick >"$dir/$tag-ours.log" 2>&1
-  echo "ours: exit $?"
-  ncu_run --profile-from-start off -o "$dir/$tag-torch" python3 bench/ncu_torch.py "$op" "$shape" "$dtype" \
+  # Ours: checked and built by the harness first (not profiled: its checks hold the stream), then
+  # driven through the ABI on the same inputs as PyTorch's call.
+  module=$("$AK" bench "kernels/cuda/$op.cu" --op "$op" --shape "$shape" --dtype "$dtype" --quick --json \
+    2>"$dir/$tag-bench.err" | tee "$dir/$tag-bench.json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("module", ""))')
+  echo "ours: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["status"], round(d["timing"]["median_us"], 1), "us")' "$dir/$tag-bench.json" 2>&1)"
+  ncu_run --profile-from-start off -o "$dir/$tag-ours" python3 bench/ncu_driver.py "$op" "$shape" "$dtype" \
+    --module "$module" >"$dir/$tag-ours.log" 2>&1
+  echo "ncu ours: exit $?"
+  ncu_run --profile-from-start off -o "$dir/$tag-torch" python3 bench/ncu_driver.py "$op" "$shape" "$dtype" \
     >"$dir/$tag-torch.log" 2>&1
-  echo "torch: exit $?"
+  echo "ncu torch: exit $?"
+  if [[ -n ${NCU_HOT:-} ]]; then  # the instructions where our kernel's warps stalled most
+    ncu --import "$dir/$tag-ours.ncu-rep" --page source --csv --print-source sass >"$dir/$tag-ours-source.csv" \
+      2>"$dir/$tag-ours-source.err" || ncu --import "$dir/$tag-ours.ncu-rep" --page source --csv \
+      >"$dir/$tag-ours-source.csv" 2>>"$dir/$tag-ours-source.err"
+    python3 bench/ncu_summary.py --hot "$NCU_HOT" "$dir/$tag-ours-source.csv" >"$dir/$tag-hot.txt" 2>&1
+    summaries+=("$dir/$tag-hot.txt")
+  fi
   python3 bench/ncu_summary.py "ours=$dir/$tag-ours.ncu-rep" "torch=$dir/$tag-torch.ncu-rep" >"$dir/$tag.txt" 2>&1
   summaries+=("$dir/$tag.txt")
 done

@@ -22,6 +22,7 @@ def main():
     if not rows:
         raise SystemExit(f"loop_rates.py: {args.results} has no experiments")
     seconds, count, ops = collections.Counter(), collections.Counter(), {}
+    phases = collections.defaultdict(collections.Counter)  # kernel -> phase -> seconds
     statuses = collections.defaultdict(collections.Counter)
     last = 0.0
     for r in rows:
@@ -30,6 +31,9 @@ def main():
         count[r["name"]] += 1
         statuses[r["name"]][r["status"]] += 1
         ops[r["name"]] = r["op"]
+        for item in (r.get("phases") or "").split():
+            phase, _, value = item.partition("=")
+            phases[r["name"]][phase] += float(value)
         last = now
     group_name, _, group_ops = args.group.partition("=")
     group = set(group_ops.split(","))
@@ -42,6 +46,17 @@ def main():
         n, s = sum(count[k] for k in names), sum(seconds[k] for k in names)
         if n:
             print(f"{label:24s} {n:11d} {s:8.0f} {3600 * n / s if s else 0:9.0f}")
+    if phases:
+        # Per experiment, on average: each phase, the experiment's own total, and the loop's share
+        # of the gap between results (waiting for a compile, the git commit, the server's fork).
+        names = [p for p in ("compile", "setup", "smoke", "primary", "sweep", "stability", "determinism",
+                             "edge", "timing", "other", "total") if any(p in v for v in phases.values())]
+        print("\nmean seconds per experiment")
+        print(f"{'kernel':24s} " + " ".join(f"{p[:8]:>8s}" for p in names) + f" {'loop':>8s}")
+        for name in count:
+            mean = {p: phases[name][p] / count[name] for p in names}
+            loop = seconds[name] / count[name] - mean.get("total", 0) - mean.get("compile", 0)
+            print(f"{name:24s} " + " ".join(f"{mean[p]:8.2f}" for p in names) + f" {loop:8.2f}")
 
 
 if __name__ == "__main__":

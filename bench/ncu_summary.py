@@ -3,11 +3,13 @@
 .ncu-rep files (each: the longest kernel in it), read with `ncu --import R --page raw --csv`.
 
     python3 bench/ncu_summary.py ours=matmul-ours.ncu-rep cublas=matmul-torch.ncu-rep
+    python3 bench/ncu_summary.py --hot 25 source.csv   # from `ncu --import R --page source --csv`
 
 Rows: time and SM clock; launch shape; throughput of SM, L2, DRAM as % of peak; tensor-pipe
 activity; achieved occupancy and issue activity; the spread of active cycles across SMs (a tail
 or imbalance shows as avg < max); and the largest warp-stall reasons (cycles per issued
-instruction), so that a gap between two kernels can be read off counters, not guessed.
+instruction), so that a gap between two kernels can be read off counters, not guessed. With --hot,
+the instructions of a source page export where the most warp-stall samples fell.
 """
 import csv
 import io
@@ -31,15 +33,16 @@ FIXED = [
     ("DRAM read (MB)", "dram__bytes_read.sum", 1e-6),
     ("L1/shared throughput %", "l1tex__throughput.avg.pct_of_peak_sustained_active", 1),
     ("achieved occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
-    ("issue slots busy %", "sm__inst_issued.avg.pct_of_peak_sustained_active", 1),
+    ("issue slots busy %", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
     ("SM active cycles avg", "sm__cycles_active.avg", 1),
     ("SM active cycles max", "sm__cycles_active.max", 1),
     ("elapsed cycles", "sm__cycles_elapsed.max", 1),
 ]
-TENSOR = re.compile(r"pipe_tensor.*pct_of_peak_sustained_(active|elapsed)$")
+TENSOR = re.compile(r"^sm__(pipe_tensor_cycles_active|inst_executed_pipe_tensor_op_gmma)\.avg\.pct_of_peak_sustained_active$")
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
-SCALE = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "hz": 1, "khz": 1e3, "mhz": 1e6,
-         "ghz": 1e9, "byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 1024, "mibyte": 1048576}
+SCALE = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9,
+         "hz": 1, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "cycle/nsecond": 1e9, "cycle/usecond": 1e6,
+         "byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 1024, "mibyte": 1048576}
 
 
 def number(text, unit):
@@ -62,7 +65,25 @@ def longest_kernel(report):
     return max(kernels, key=lambda k: duration(k) or 0), len(kernels)
 
 
+def hot(count, path):
+    rows = list(csv.reader(open(path)))
+    start = next((i for i, r in enumerate(rows) if any("Sampling" in c for c in r)), None)
+    if start is None:
+        raise SystemExit(f"ncu_summary.py: no stall-sampling column in {path}")
+    header, data = rows[start], rows[start + 1:]
+    samples = next(i for i, c in enumerate(header) if "Sampling" in c and "All" in c) \
+        if any("Sampling" in c and "All" in c for c in header) else next(i for i, c in enumerate(header) if "Sampling" in c)
+    source = next((i for i, c in enumerate(header) if c.strip() == "Source"), 1)
+    value = lambda r: number(r[samples], "") or 0 if len(r) > samples else 0
+    total = sum(value(r) for r in data) or 1
+    print(f"top {count} of {len(data)} instructions by '{header[samples]}' ({total:.0f} samples)")
+    for r in sorted(data, key=value, reverse=True)[:count]:
+        print(f"{100 * value(r) / total:6.2f}%  {r[0][:10]:10s} {r[source][:110]}")
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--hot":
+        return hot(int(sys.argv[2]), sys.argv[3])
     if len(sys.argv) < 2:
         raise SystemExit("usage: ncu_summary.py LABEL=REPORT.ncu-rep [LABEL=REPORT.ncu-rep ...]")
     columns = []
@@ -74,7 +95,8 @@ def main():
     value = lambda k, name, scale: (number(*k[name]) * scale if name in k and number(*k[name]) is not None else None)
     rows = [(label, [value(k, name, scale) for _, k in columns]) for label, name, scale in FIXED]
     tensor = sorted({n for _, k in columns for n in k if TENSOR.search(n)})
-    rows += [(n.replace("sm__", "").replace(".avg", ""), [value(k, n, 1) for _, k in columns]) for n in tensor]
+    rows += [(n.replace("sm__", "").replace(".avg.pct_of_peak_sustained_active", " % (active)"),
+              [value(k, n, 1) for _, k in columns]) for n in tensor]
     stalls = {}
     for _, k in columns:
         for n in k:

@@ -1,4 +1,5 @@
 // `autokernel bench FILE --op OP`: one experiment (lint, compile, five stages, timing).
+#include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
@@ -22,8 +23,10 @@ Command bench_command() {
             std::cout << req.op << "  " << options->file << "  " << to_string(req.backend) << " ("
                       << target.device_name << ")  " << req.problem.to_string() << " " << to_string(req.dtype)
                       << "\n";
-          const ExperimentResult result =
-              evaluate_candidate({target.source, {}}, target.evaluate, stderr_progress(!options->json));
+          const Progress progress = stderr_progress(!options->json);
+          progress("compile");
+          const BuiltCandidate built = build_candidate({target.source, {}}, target.evaluate);
+          const ExperimentResult result = run_candidate(built, target.evaluate, progress);
           if (!options->json && isatty(2)) std::cerr << "\n";
           append_result(options->results, {"bench", options->file, "", target.device_name, &req, &result});
           if (options->json) {
@@ -35,6 +38,8 @@ Command bench_command() {
             j["problem"] = req.problem.to_string();
             j["dtype"] = to_string(req.dtype);
             j["ceilings"] = req.ceilings;
+            // The built module, for driving the kernel outside the harness (a profiler run).
+            if (built.build) j["module"] = std::filesystem::absolute(built.build->module).string();
             std::cout << j.dump(2) << "\n";
           } else {
             print_result(std::cout, result);

@@ -115,6 +115,7 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     auto runtime = make_runtime(req.backend);
     KernelModule module(req.module);
     const CheckContext ctx{*runtime, module.launch(), op};
+    result.setup_seconds = seconds_since(start);
     if (run_correctness_stages(ctx, stage_plan(req), result, track)) {
       track("timing");
       time_primary(ctx, req, result);

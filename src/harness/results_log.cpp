@@ -49,7 +49,7 @@ class LockedFile {
 std::string results_header() {
   return "timestamp\tcommand\top\tkernel\tconfig\tbackend\tdevice\tdtype\tshape\tstatus\tstage\treason\t"
          "median_us\tnoise\tsamples\tgbps\ttflops\troofline\texperiment\tname\tdecision\tcommit\telapsed_s\t"
-         "spread\n";
+         "spread\tphases\n";
 }
 
 void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
@@ -63,7 +63,7 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
        << r.stage << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
        << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
        << r.roofline << '\t' << row.experiment << '\t' << clean(row.name) << '\t' << row.decision << '\t'
-       << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\n';
+       << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\t' << phase_seconds(r) << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());
