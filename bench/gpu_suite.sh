@@ -34,7 +34,12 @@ follow() {  # until the run ends or $1 seconds pass
 case $phase in
   start)
     { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; } | tee "$OUT/env.txt"
-    if [[ ! -x $AK ]]; then log build; build_autokernel || exit 1; fi
+    if [[ ! -x $AK ]]; then log build; build_autokernel ON autokernel autokernel_gpu_tests || exit 1; fi
+    # Twenty minutes of a broken harness would be wasted: the gpu tests first.
+    if [[ -d build-gpu/tests ]] && ! ctest --test-dir build-gpu -L gpu --output-on-failure >"$RUN_DIR.ctest.log" 2>&1; then
+      tail -40 "$RUN_DIR.ctest.log"; exit 1
+    fi
+    tail -3 "$RUN_DIR.ctest.log" 2>/dev/null
     "$AK" device | tee -a "$OUT/env.txt"  # measures the ceilings once, before the clock starts
     rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR"
     log "optimize --suite --budget $SUITE_BUDGET $SUITE_ARGS"

@@ -75,7 +75,13 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&
 
 // Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
 // rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys.
-constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWarps = 8, kStages = 2;
+// K/V ring depth: with 2 stages the copy of tile t + 2 can start only once P(t) V(t) has
+// completed, so it must land within one tile's math; 3 stages (224 KB with Q) give it two.
+#ifndef AK_ATTENTION_KV_STAGES
+#define AK_ATTENTION_KV_STAGES 2
+#endif
+constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWarps = 8,
+              kStages = AK_ATTENTION_KV_STAGES;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle:
 //   Q        2 slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
@@ -86,6 +92,7 @@ constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWar
 constexpr int kSlabBytes = 128 * 128, kQBytes = 2 * kSlabBytes, kKBytes = 2 * kSlabBytes;
 constexpr int kStageBytes = kKBytes + 4 * 8192;
 constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (1 + 2 * kStages) * 8 + 1024;
+static_assert(kStages >= 2 && kSmemBytes <= 232448, "the K/V ring must fit the 227 KB a block may opt into");
 
 struct Problem {
   int seq, group;

@@ -21,7 +21,7 @@
 //   wgmma PATH = 1 only, on Hopper (sm_90a), fp16/bf16, D = 128, where mma fits and every stride
 //         of q, k, v is a nonzero multiple of 16 bytes (TMA): FlashAttention-3 shape, 128 query
 //         rows per block; a producer warpgroup streams K/V tiles of 128 keys with TMA into a
-//         two-stage mbarrier ring, two consumer warpgroups of 64 rows run S = Q K^T and O += P V
+//         STAGES-deep mbarrier ring, two consumer warpgroups of 64 rows run S = Q K^T and O += P V
 //         on wgmma (P from registers), the softmax of one tile overlapping the P V of the one
 //         before. include/autokernel/cuda_attention_sm90.cuh.
 //   simt  everything else (fp32, other D, unaligned views): 32 query rows and 32 keys per step in
@@ -31,11 +31,12 @@
 // Tuning parameters (-D definitions; the defaults below let the file compile alone):
 //   BLOCK_M  query rows per block of the mma variant (16 per warp)
 //   BLOCK_N  keys per K/V tile of the mma variant
-//   STAGES   K/V tiles in flight in the mma variant's shared-memory ring
+//   STAGES   K/V tiles in flight in the shared-memory ring (mma and wgmma variants)
 //   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D = 128 (mma for calls it cannot take)
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
-// third offers PATH = 1 once, for D = 128, with the default mma tile for the calls it hands back.
+// third offers PATH = 1 for D = 128 with each ring depth (2, 3), with the default mma tile for the
+// calls it hands back.
 //
 // @tune BLOCK_M: 64, 128
 // @tune BLOCK_N: 32, 64, 128
@@ -43,7 +44,7 @@
 // @require (BLOCK_M + 2 * STAGES * BLOCK_N) * (D + 8) * 2 <= 232448
 // @require BLOCK_N * D <= 8192
 // @tune PATH: 0, 1
-// @require PATH == 0 || (D == 128 && BLOCK_M == 128 && BLOCK_N == 64 && STAGES == 2)
+// @require PATH == 0 || (D == 128 && BLOCK_M == 128 && BLOCK_N == 64)
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -53,7 +54,11 @@
 #ifndef PATH
 #define PATH 1
 #endif
+#ifndef STAGES
+#define STAGES 2
+#endif
 #if PATH == 1
+#define AK_ATTENTION_KV_STAGES STAGES
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M
@@ -61,9 +66,6 @@
 #endif
 #ifndef BLOCK_N
 #define BLOCK_N 64
-#endif
-#ifndef STAGES
-#define STAGES 2
 #endif
 
 namespace {

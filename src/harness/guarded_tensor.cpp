@@ -6,10 +6,9 @@ namespace ak {
 
 GuardedTensor::GuardedTensor(Runtime& runtime, TensorSpec spec)
     : runtime_(runtime), spec_(std::move(spec)), buffer_(runtime.allocate(spec_.bytes() + 2 * kGuardBytes)) {
-  std::vector<std::byte> guard(kGuardBytes, kGuardPattern);
-  runtime_.upload(buffer_->data(), guard.data(), kGuardBytes);
-  runtime_.upload(static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), guard.data(),
-                  kGuardBytes);
+  runtime_.fill(buffer_->data(), kGuardPattern, kGuardBytes);
+  runtime_.fill(static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), kGuardPattern,
+                kGuardBytes);
 }
 
 void* GuardedTensor::data() const {
@@ -27,7 +26,12 @@ std::vector<std::byte> GuardedTensor::download() const {
 }
 
 void GuardedTensor::poison() {
-  upload(std::vector<std::byte>(spec_.bytes(), kPoisonPattern));
+  runtime_.fill(data(), kPoisonPattern, spec_.bytes());
+}
+
+bool GuardedTensor::still_poisoned() const {
+  const std::vector<std::byte> bytes = download();
+  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == kPoisonPattern; });
 }
 
 std::string GuardedTensor::check_guards() const {

@@ -26,6 +26,8 @@ class GuardedTensor {
   void upload(const std::vector<std::byte>& bytes);
   std::vector<std::byte> download() const;
   void poison();
+  // Whether every byte still holds the poison pattern (nothing has written the tensor since poison()).
+  bool still_poisoned() const;
   // "" when both guards are intact, else e.g. "wrote 12 bytes past the end of y".
   std::string check_guards() const;
 

@@ -55,6 +55,8 @@ class Runtime {
   // so the harness can look at memory while the kernel stream is held.
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
+  // Sets `bytes` bytes of device memory to `value`, on the copy stream, synchronously.
+  virtual void fill(void* device_dst, std::byte value, size_t bytes) = 0;
 
   // The stream handed to kernels (call->stream); nullptr on the host.
   virtual void* stream() = 0;

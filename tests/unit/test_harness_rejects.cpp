@@ -104,6 +104,13 @@ TEST(Harness, AppendsOneRowPerExperimentToResults) {
   EXPECT_NE(first.find("\tPASS\t"), std::string::npos) << first;
   EXPECT_NE(second.find("\tFAIL\t"), std::string::npos) << second;
   EXPECT_FALSE(std::getline(in, extra));
+  // Where the time went: the passing run names every phase it went through; the failing one
+  // stops at the stage that failed (no timing).
+  const auto rows = read_results(tsv);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const char* phase : {"setup=", "smoke=", "primary=", "timing=", "total="})
+    EXPECT_NE(rows[0].at("phases").find(phase), std::string::npos) << rows[0].at("phases");
+  EXPECT_EQ(rows[1].at("phases").find("timing="), std::string::npos) << rows[1].at("phases");
 }
 
 }  // namespace

@@ -72,6 +72,12 @@ class CudaRuntime final : public Runtime {
     AK_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
   }
 
+  void fill(void* device_dst, std::byte value, size_t bytes) override {
+    if (bytes == 0) return;
+    AK_CUDA_CHECK(cudaMemsetAsync(device_dst, std::to_integer<int>(value), bytes, copy_stream_.get()));
+    AK_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+  }
+
   void* stream() override { return kernel_stream_.get(); }
 
   void synchronize() override {

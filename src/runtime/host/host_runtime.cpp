@@ -78,6 +78,9 @@ class HostRuntime final : public Runtime {
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void fill(void* dst, std::byte value, size_t bytes) override {
+    std::memset(dst, std::to_integer<int>(value), bytes);
+  }
   void* stream() override { return nullptr; }
   void synchronize() override {}
   bool asynchronous() const override { return false; }
