@@ -55,7 +55,7 @@
 #define PATH 1
 #endif
 #ifndef STAGES
-#define STAGES 2
+#define STAGES 3
 #endif
 #if PATH == 1
 #define AK_ATTENTION_KV_STAGES STAGES
