@@ -1,7 +1,5 @@
 #include "loop/orchestrator.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "core/paths.h"
 #include "harness/results_log.h"
@@ -45,13 +43,11 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     KernelState* kernel = pick_next(state);
     if (!kernel) break;
     if (env.on_kernel) env.on_kernel(*kernel, true);
-    // Every kernel's baseline comes first: a suite's shares, and so the Amdahl order of what
-    // follows, are only known once every kernel has been timed.
-    const bool others_untimed =
-        std::any_of(state.kernels.begin(), state.kernels.end(),
-                    [&](const KernelState& k) { return &k != kernel && k.done.empty() && k.best_us <= 0; });
+    // A kernel's first session ends with its baseline: a suite's shares, and so the Amdahl order
+    // of all that follows, are only known once every kernel has been timed.
+    const bool baseline_session = kernel->best_us <= 0;
     KernelSession session(state, *kernel, env, clock);
-    session.run([&] { return session_over() || (others_untimed && kernel->best_us > 0); });
+    session.run([&] { return session_over() || (baseline_session && kernel->best_us > 0); });
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
 }

@@ -107,6 +107,7 @@ TEST(LoopCli, TimesEveryKernelsBaselineBeforeSearchingAny) {
   EXPECT_EQ(rows[1].at("name"), "other");
   EXPECT_EQ(rows[1].at("decision"), "baseline");
   EXPECT_NE(rows[2].at("decision"), "baseline");
+  EXPECT_EQ(rows[2].at("name"), "sum");  // then the Amdahl order: the larger share, same code and headroom
   expect_consistent(ws, test::json_of(run));
   std::filesystem::remove_all(ws.parent_path());
 }
