@@ -56,9 +56,9 @@ for s in "${summaries[@]}"; do echo "== $(basename "$s" .txt)"; tar -xzOf "$OUT/
 
 if [[ -n $THROUGHPUT_BUDGET ]]; then
   echo "== harness stages of one memory-bound experiment (rmsnorm 8192x8192 fp16)"
-  "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --json >"$OUT/bench-rmsnorm.json" 2>&1
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({"compile": round(d["compile_seconds"], 2), **{s["stage"]: round(s["seconds"], 2) for s in d["stages"]}, "total": round(d["total_seconds"], 2)})' \
-    "$OUT/bench-rmsnorm.json"
+  "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --results "$OUT/bench-rmsnorm.tsv" >/dev/null 2>&1
+  python3 -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))[-1]["phases"])' \
+    "$OUT/bench-rmsnorm.tsv"
   echo "== loop throughput ($THROUGHPUT_BUDGET)"
   AK=$AK BUDGET=$THROUGHPUT_BUDGET WORKSPACE=/tmp/throughput/workspace bash bench/loop_throughput.sh \
     >"$OUT/throughput.log" 2>&1

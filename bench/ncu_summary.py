@@ -71,8 +71,8 @@ def hot(count, path):
     if start is None:
         raise SystemExit(f"ncu_summary.py: no stall-sampling column in {path}")
     header, data = rows[start], rows[start + 1:]
-    samples = next(i for i, c in enumerate(header) if "Sampling" in c and "All" in c) \
-        if any("Sampling" in c and "All" in c for c in header) else next(i for i, c in enumerate(header) if "Sampling" in c)
+    sampling = [i for i, c in enumerate(header) if "Sampling" in c]
+    samples = next((i for i in sampling if "All" in header[i]), sampling[0])
     source = next((i for i, c in enumerate(header) if c.strip() == "Source"), 1)
     value = lambda r: number(r[samples], "") or 0 if len(r) > samples else 0
     total = sum(value(r) for r in data) or 1
@@ -92,7 +92,9 @@ def main():
         kernel, count = longest_kernel(path or label)
         columns.append((label, kernel))
         print(f"{label}: {kernel['Kernel Name'][0][:150]} ({count} kernel(s) in the report)")
-    value = lambda k, name, scale: (number(*k[name]) * scale if name in k and number(*k[name]) is not None else None)
+    def value(kernel, name, scale):
+        v = number(*kernel[name]) if name in kernel else None
+        return v * scale if v is not None else None
     rows = [(label, [value(k, name, scale) for _, k in columns]) for label, name, scale in FIXED]
     tensor = sorted({n for _, k in columns for n in k if TENSOR.search(n)})
     rows += [(n.replace("sm__", "").replace(".avg.pct_of_peak_sustained_active", " % (active)"),

@@ -48,10 +48,4 @@ ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOption
   return result;
 }
 
-ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options,
-                                    const Progress& progress) {
-  progress("compile");
-  return run_candidate(build_candidate(candidate, options), options, progress);
-}
-
 }  // namespace ak

@@ -38,8 +38,6 @@ struct BuiltCandidate {
 BuiltCandidate build_candidate(const Candidate& candidate, const EvaluateOptions& options);
 ExperimentResult run_candidate(const BuiltCandidate& built, const EvaluateOptions& options,
                                const Progress& progress);
-ExperimentResult evaluate_candidate(const Candidate& candidate, const EvaluateOptions& options,
-                                    const Progress& progress);
 
 // Lint findings as one error message, or "" when the source is clean.
 std::string lint_report(const std::filesystem::path& source);
