@@ -25,6 +25,9 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The Python environment of the bridge and its tests (.venv): a current PyTorch from PyPI.
+"$(dirname "$0")/install-python.sh"
+
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   echo "autokernel: nvcc is at /usr/local/cuda/bin; add it to PATH for the CUDA backend" >&2
 fi

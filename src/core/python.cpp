@@ -37,8 +37,10 @@ std::string bridge_reason(const ProcessResult& run) {
 }  // namespace
 
 std::optional<std::string> find_python(std::string_view module, std::string& tried) {
-  std::vector<std::string> candidates = {"python3", "/usr/bin/python3"};
-  tried = "python3, /usr/bin/python3";
+  // The project's own environment first (scripts/install-python.sh): a current PyTorch from PyPI.
+  const std::string venv = (project_dir() / ".venv" / "bin" / "python").string();
+  std::vector<std::string> candidates = {venv, "python3", "/usr/bin/python3"};
+  tried = venv + ", python3, /usr/bin/python3";
   if (const char* env = std::getenv("AUTOKERNEL_PYTHON"); env && *env) {
     candidates = {env};
     tried = std::string("AUTOKERNEL_PYTHON=") + env;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs one unittest file of the bridge in a Python that has PyTorch: $AUTOKERNEL_PYTHON, else the
-# first of python3 and /usr/bin/python3 that imports torch (as the CLI chooses; src/core/python.cpp).
+# first of the project's .venv, python3 and /usr/bin/python3 that imports torch (as the CLI chooses; src/core/python.cpp).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-candidates=(python3 /usr/bin/python3)
+candidates=("$root/.venv/bin/python" python3 /usr/bin/python3)
 [[ -n ${AUTOKERNEL_PYTHON:-} ]] && candidates=("$AUTOKERNEL_PYTHON")
 for python in "${candidates[@]}"; do
   if "$python" -c 'import torch' 2>/dev/null; then

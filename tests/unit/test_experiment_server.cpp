@@ -87,13 +87,13 @@ TEST(ExperimentServer, GivesTheSameResultsAsIsolatedWorkers) {
     const nlohmann::json expected = isolated(file, std::string(to_string(dtype)));
     ASSERT_TRUE(expected.is_object()) << file;
     EXPECT_EQ(nlohmann::json(served.status), expected["status"]) << file;
-    EXPECT_EQ(served.stage, expected["stage"]) << file;
-    EXPECT_EQ(served.reason, expected["reason"]) << file;
+    EXPECT_EQ(served.stage, expected["stage"].get<std::string>()) << file;
+    EXPECT_EQ(served.reason, expected["reason"].get<std::string>()) << file;
     ASSERT_EQ(served.stages.size(), expected["stages"].size()) << file;
     for (size_t i = 0; i < served.stages.size(); ++i) {
-      EXPECT_EQ(served.stages[i].stage, expected["stages"][i]["stage"]) << file;
-      EXPECT_EQ(served.stages[i].checks, expected["stages"][i]["checks"]) << file;
-      EXPECT_EQ(served.stages[i].passed, expected["stages"][i]["passed"]) << file;
+      EXPECT_EQ(served.stages[i].stage, expected["stages"][i]["stage"].get<std::string>()) << file;
+      EXPECT_EQ(served.stages[i].checks, expected["stages"][i]["checks"].get<int>()) << file;
+      EXPECT_EQ(served.stages[i].passed, expected["stages"][i]["passed"].get<bool>()) << file;
       EXPECT_DOUBLE_EQ(served.stages[i].worst_norm_error, expected["stages"][i]["worst_norm_error"]) << file;
     }
   }
