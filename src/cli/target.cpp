@@ -12,7 +12,7 @@ namespace ak::cli {
 
 void TargetOptions::add_to(CLI::App& app) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag overrides
-  app.add_option("file", file, "kernel source (.cu for cuda, .cpp for host)")->required();
+  app.add_option("file", file, "kernel source (.cu or Triton .py for cuda, .cpp for host)")->required();
   app.add_option("--op", op,
                  "operator the kernel implements (matmul, softmax, layernorm, rmsnorm, "
                  "flash_attention, fused_mlp, cross_entropy, rotary_embedding, reduce)")
@@ -39,7 +39,8 @@ Target resolve_target(const TargetOptions& o) {
   t.source = o.file;
   if (!std::filesystem::is_regular_file(t.source))
     throw Error(ErrorKind::Usage, "kernel file not found: " + o.file);
-  Backend backend = o.backend == "auto" ? (t.source.extension() == ".cu" ? Backend::Cuda : Backend::Host)
+  const auto ext = t.source.extension();
+  Backend backend = o.backend == "auto" ? (ext == ".cu" || ext == ".py" ? Backend::Cuda : Backend::Host)
                                         : parse_backend(o.backend);
   const DType dtype = parse_dtype(o.dtype);
   Problem problem = o.shape.empty() ? t.op->default_problem() : parse_problem(o.shape);

@@ -9,9 +9,10 @@ namespace ak {
 
 Backend backend_of_kernel(const std::filesystem::path& file) {
   const auto ext = file.extension();
-  if (ext == ".cu") return Backend::Cuda;
+  if (ext == ".cu" || ext == ".py") return Backend::Cuda;  // a Triton .py kernel runs on the CUDA device
   if (ext == ".cpp" || ext == ".cc") return Backend::Host;
-  throw Error(ErrorKind::Usage, "kernel " + file.string() + ": not a CUDA (.cu) or host (.cpp) kernel");
+  throw Error(ErrorKind::Usage,
+              "kernel " + file.string() + ": not a CUDA (.cu), Triton (.py) or host (.cpp) kernel");
 }
 
 std::vector<PlanModule> build_plan_modules(const std::filesystem::path& workspace, const Plan& plan,

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/subprocess.h"
+#include "runtime/triton_build.h"
 
 namespace ak {
 namespace fs = std::filesystem;
@@ -106,16 +107,20 @@ BuildResult build_module(const BuildRequest& r) {
     throw Error(ErrorKind::Io, "kernel file not found: " + r.source.string());
   const std::string source = read_text_file(r.source);
   const std::string ext = r.source.extension().string();
-  if (r.backend == Backend::Cuda && ext != ".cu")
-    throw Error(ErrorKind::Usage, r.source.string() + ": the cuda backend builds .cu files");
+  const bool triton = is_triton_source(r.source);
+  if (r.backend == Backend::Cuda && ext != ".cu" && !triton)
+    throw Error(ErrorKind::Usage, r.source.string() + ": the cuda backend builds .cu and Triton .py files");
   if (r.backend == Backend::Host && ext != ".cpp" && ext != ".cc")
     throw Error(ErrorKind::Usage, r.source.string() + ": the host backend builds .cpp files");
 
-  const fs::path placeholder = "OUT";
-  std::string command;
-  for (const auto& a : compile_command(r, placeholder)) command += a + " ";
-  const std::string key =
-      content_hash({source, command, compiler_version(toolchain(r).compiler), abi_headers()});
+  std::string key;
+  if (triton) {
+    key = content_hash({source, triton_cache_material(r), abi_headers()});
+  } else {
+    std::string command;
+    for (const auto& a : compile_command(r, "OUT")) command += a + " ";
+    key = content_hash({source, command, compiler_version(toolchain(r).compiler), abi_headers()});
+  }
   const fs::path dir = cache_dir() / "modules";
   fs::create_directories(dir);
   const fs::path module = dir / (key + ".so");
@@ -132,6 +137,19 @@ BuildResult build_module(const BuildRequest& r) {
   std::ostringstream tmp_name;
   tmp_name << key << ".tmp." << ::getpid() << "." << std::this_thread::get_id() << ".so";
   const fs::path tmp = dir / tmp_name.str();
+  if (triton) {
+    try {
+      TritonBuild built = build_triton_module(r, tmp);
+      result.seconds = built.seconds;
+      result.log = std::move(built.log);
+    } catch (const Error&) {
+      fs::remove(tmp);
+      throw;
+    }
+    write_file_atomically(log_path, result.log);
+    fs::rename(tmp, module);
+    return result;
+  }
   ProcessOptions options;
   options.timeout = r.timeout;
   const ProcessResult run = run_process(compile_command(r, tmp), options);

@@ -1,7 +1,9 @@
 // Builds a kernel source into a loadable module: nvcc -shared for CUDA (for the device's own
-// architecture), the host C++ compiler for host kernels. Content-addressed: the module's name
-// is a hash of the source, the tuning definitions, the command line, the ABI headers and the
-// compiler's version, so an unchanged candidate never compiles twice.
+// architecture), Triton's ahead-of-time compiler and a generated launcher for Triton .py files
+// on the CUDA backend (runtime/triton_build.h), the host C++ compiler for host kernels.
+// Content-addressed: the module's name is a hash of the source, the tuning definitions, the
+// command line, the ABI headers and the compilers' versions (Triton's too), so an unchanged
+// candidate never compiles twice.
 #pragma once
 
 #include <chrono>
@@ -35,7 +37,8 @@ struct BuildResult {
 // Error(Timeout) when the compiler outlives request.timeout, Error(Unsupported) without nvcc.
 BuildResult build_module(const BuildRequest& request);
 
-// The compiler command line for a request, writing to `output` (exposed for tests and docs).
+// The compiler command line for a request, writing to `output` (exposed for tests and docs); for
+// .cu and .cpp sources (a Triton file's two steps: runtime/triton_build.h).
 std::vector<std::string> compile_command(const BuildRequest& request, const std::filesystem::path& output);
 
 // The first error lines of a compiler log, for one-line messages and reports.

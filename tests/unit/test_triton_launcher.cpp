@@ -1,0 +1,247 @@
+// The launcher a Triton module carries, run on the CPU against a stand-in for the CUDA driver
+// (libcuda.so.1 built by the test, which records what the module asks of it): the right kernel
+// and cubin per call (variant, dtype, alignment), the grid, block and shared memory, every
+// argument's value, the scratch tensor's stream-ordered allocation, and calls it must refuse.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "autokernel/abi.h"
+#include "cli_runner.h"
+#include "core/error.h"
+#include "runtime/compiler.h"
+
+namespace ak {
+namespace {
+namespace fs = std::filesystem;
+
+// The stand-in driver: just the entry points a Triton module uses, each recording its call.
+constexpr const char* kFakeDriver = R"(
+#include <cstring>
+#include <vector>
+extern "C" {
+typedef int CUresult;
+struct Launch { const void* image; char function[64]; unsigned grid[3], block, shared; void* stream; char params[256]; };
+static std::vector<Launch> launches;
+static std::vector<const void*> images;
+static const void* current_image;
+static char function_names[64][64];
+static int sizes[32], n_sizes, allocs, frees;
+static void* context = &launches;
+void fake_expect_params(const int* s, int n) { std::memcpy(sizes, s, n * sizeof(int)); n_sizes = n; }
+int fake_launches() { return (int)launches.size(); }
+const Launch* fake_launch(int i) { return &launches[i]; }
+int fake_images() { return (int)images.size(); }
+int fake_allocs() { return allocs; }
+int fake_frees() { return frees; }
+CUresult cuCtxGetCurrent(void** c) { *c = context; return 0; }
+CUresult cuModuleLoadData(void** m, const void* image) { images.push_back(image); *m = (void*)image; return 0; }
+CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
+  const int i = (int)images.size() - 1;
+  std::strncpy(function_names[i], name, 63);
+  (void)module;
+  *f = (void*)(long)(i + 1);
+  return 0;
+}
+CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
+CUresult cuGetErrorName(int, const char** s) { *s = "fake"; return 0; }
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned, unsigned, unsigned shared,
+                        void* stream, void** params, void**) {
+  Launch l{};
+  const int i = (int)(long)f - 1;
+  l.image = images[i];
+  std::strncpy(l.function, function_names[i], 63);
+  l.grid[0] = gx; l.grid[1] = gy; l.grid[2] = gz; l.block = bx; l.shared = shared; l.stream = stream;
+  int at = 0;
+  for (int p = 0; p < n_sizes; ++p) { std::memcpy(l.params + at, params[p], sizes[p]); at += sizes[p]; }
+  launches.push_back(l);
+  return 0;
+}
+CUresult cuMemAllocAsync(unsigned long long* p, size_t bytes, void*) { ++allocs; *p = 0x7000000 + bytes; return 0; }
+CUresult cuMemFreeAsync(unsigned long long, void*) { ++frees; return 0; }
+}
+)";
+
+struct Launch {
+  const void* image;
+  char function[64];
+  unsigned grid[3], block, shared;
+  void* stream;
+  char params[256];
+};
+
+class TritonLauncher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "the real CUDA driver is loaded";
+    dir_ = test::scratch_dir("triton-launcher");
+    std::ofstream(dir_ / "fake.cpp") << kFakeDriver;
+    const auto fake = dir_ / "libcuda.so.1";
+    const ProcessResult cxx = run_process({"c++", "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1",
+                                           (dir_ / "fake.cpp").string(), "-o", fake.string()});
+    ASSERT_TRUE(cxx.ok()) << cxx.output;
+    // Loaded first and globally, it is the libcuda.so.1 the module's NEEDED entry binds to.
+    driver_ = ::dlopen(fake.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    ASSERT_NE(driver_, nullptr) << ::dlerror();
+  }
+  void TearDown() override {
+    for (void* m : modules_) ::dlclose(m);
+    if (driver_) ::dlclose(driver_);
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  template <typename F>
+  F fake(const char* name) {
+    return reinterpret_cast<F>(::dlsym(driver_, name));
+  }
+  ak_launch_fn module(const std::string& op) {
+    BuildResult build;
+    try {
+      build = build_module({fs::path(AK_SOURCE_DIR) / "kernels" / "triton" / (op + ".py"),
+                            {},
+                            Backend::Cuda,
+                            "sm_90a",
+                            std::chrono::seconds(600)});
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unsupported) return nullptr;
+      throw;
+    }
+    void* handle = ::dlopen(build.module.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle, nullptr) << ::dlerror();
+    modules_.push_back(handle);
+    return reinterpret_cast<ak_launch_fn>(::dlsym(handle, "ak_launch"));
+  }
+  int launches() { return fake<int (*)()>("fake_launches")(); }
+  const Launch& launch(int i) { return *fake<const Launch* (*)(int)>("fake_launch")(i); }
+  int images() { return fake<int (*)()>("fake_images")(); }
+  void expect_params(std::vector<int> sizes) {
+    fake<void (*)(const int*, int)>("fake_expect_params")(sizes.data(), static_cast<int>(sizes.size()));
+  }
+
+  fs::path dir_;
+  void* driver_ = nullptr;
+  std::vector<void*> modules_;
+};
+
+// A contiguous tensor at a fake device address (never dereferenced).
+ak_tensor tensor(uintptr_t address, ak_dtype dtype, std::vector<int64_t> shape) {
+  ak_tensor t{};
+  t.data = reinterpret_cast<void*>(address);
+  t.dtype = dtype;
+  t.ndim = static_cast<int32_t>(shape.size());
+  int64_t stride = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    t.shape[i] = shape[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= shape[static_cast<size_t>(i)];
+  }
+  return t;
+}
+
+template <typename T>
+T param(const Launch& l, int offset) {
+  T value;
+  std::memcpy(&value, l.params + offset, sizeof value);
+  return value;
+}
+
+ak_call rmsnorm_call(ak_dtype dtype, int64_t m, int64_t n, uintptr_t x = 0x100000) {
+  ak_call c{};
+  c.abi_version = AK_ABI_VERSION;
+  c.n_inputs = 2;
+  c.n_outputs = 1;
+  c.n_scalars = 1;
+  c.inputs[0] = tensor(x, dtype, {m, n});
+  c.inputs[1] = tensor(0x900000, dtype, {n});
+  c.outputs[0] = tensor(0xa00000, dtype, {m, n});
+  c.scalars[0] = 1e-6;
+  c.stream = reinterpret_cast<void*>(0x5);
+  return c;
+}
+
+TEST_F(TritonLauncher, RmsnormPicksItsVariantDtypeAndAlignment) {
+  const ak_launch_fn run = module("rmsnorm");
+  if (!run) GTEST_SKIP() << "no Triton toolchain";
+  expect_params({8, 8, 8, 4, 4, 4, 4});  // x, w, y, n_cols, two row strides, eps
+  ak_call call = rmsnorm_call(AK_F16, 300, 4096);
+  ASSERT_EQ(run(&call), AK_OK);
+  ASSERT_EQ(launches(), 1);
+  const Launch& row = launch(0);
+  EXPECT_STREQ(row.function, "rmsnorm_row");
+  EXPECT_EQ(row.grid[0], 300u);
+  EXPECT_EQ(row.grid[1] * row.grid[2], 1u);
+  EXPECT_EQ(row.block, 16u * 32u);  // NUM_WARPS = 16
+  EXPECT_EQ(row.stream, call.stream);
+  EXPECT_EQ(param<uint64_t>(row, 0), 0x100000u);
+  EXPECT_EQ(param<uint64_t>(row, 8), 0x900000u);
+  EXPECT_EQ(param<uint64_t>(row, 16), 0xa00000u);
+  EXPECT_EQ(param<int32_t>(row, 24), 4096);
+  EXPECT_EQ(param<int32_t>(row, 28), 4096);
+  EXPECT_FLOAT_EQ(param<float>(row, 36), 1e-6f);
+
+  ak_call misaligned = rmsnorm_call(AK_F16, 300, 4096, 0x100002);  // x 2 bytes off: the other build
+  ASSERT_EQ(run(&misaligned), AK_OK);
+  ak_call fp32 = rmsnorm_call(AK_F32, 300, 4096);
+  ASSERT_EQ(run(&fp32), AK_OK);
+  ak_call chunked = rmsnorm_call(AK_BF16, 3, 20000);  // longer than BLOCK_N = 8192
+  ASSERT_EQ(run(&chunked), AK_OK);
+  ASSERT_EQ(launches(), 4);
+  EXPECT_NE(launch(1).image, launch(0).image);
+  EXPECT_NE(launch(2).image, launch(0).image);
+  EXPECT_STREQ(launch(3).function, "rmsnorm_chunked");
+  EXPECT_EQ(images(), 4);
+  ASSERT_EQ(run(&call), AK_OK);  // loaded once per context: no fifth image
+  EXPECT_EQ(images(), 4);
+}
+
+TEST_F(TritonLauncher, RmsnormRefusesCallsOutsideItsMapping) {
+  const ak_launch_fn run = module("rmsnorm");
+  if (!run) GTEST_SKIP() << "no Triton toolchain";
+  ak_call mixed = rmsnorm_call(AK_F16, 8, 64);
+  mixed.outputs[0].dtype = AK_F32;
+  EXPECT_EQ(run(&mixed), AK_ERR_UNSUPPORTED);
+  ak_call ints = rmsnorm_call(AK_I32, 8, 64);
+  EXPECT_EQ(run(&ints), AK_ERR_UNSUPPORTED);
+  ak_call strided = rmsnorm_call(AK_F16, 8, 64);
+  strided.inputs[0].strides[1] = 2;
+  EXPECT_EQ(run(&strided), AK_ERR_UNSUPPORTED);
+  ak_call counts = rmsnorm_call(AK_F16, 8, 64);
+  counts.n_scalars = 0;
+  EXPECT_EQ(run(&counts), AK_ERR_UNSUPPORTED);
+  ak_call version = rmsnorm_call(AK_F16, 8, 64);
+  version.abi_version = AK_ABI_VERSION + 1;
+  EXPECT_EQ(run(&version), AK_ERR_UNSUPPORTED);
+  EXPECT_EQ(run(nullptr), AK_ERR_UNSUPPORTED);
+  EXPECT_EQ(launches(), 0);
+}
+
+TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
+  const ak_launch_fn run = module("fused_mlp");
+  if (!run) GTEST_SKIP() << "no Triton toolchain";
+  expect_params({8, 8, 8, 8, 4, 4, 4, 4, 4, 4});  // up: x, wg, wu, h, M, F, D, three row strides
+  const int64_t m = 32, d = 64, f = 176;
+  ak_call call{};
+  call.abi_version = AK_ABI_VERSION;
+  call.n_inputs = 4;
+  call.n_outputs = 1;
+  call.inputs[0] = tensor(0x100000, AK_BF16, {m, d});
+  call.inputs[1] = tensor(0x200000, AK_BF16, {f, d});
+  call.inputs[2] = tensor(0x300000, AK_BF16, {f, d});
+  call.inputs[3] = tensor(0x400000, AK_BF16, {d, f});
+  call.outputs[0] = tensor(0x500000, AK_BF16, {m, d});
+  ASSERT_EQ(run(&call), AK_OK);
+  ASSERT_EQ(launches(), 2);
+  EXPECT_STREQ(launch(0).function, "up_kernel");
+  EXPECT_STREQ(launch(1).function, "down_kernel");
+  const uint64_t h = 0x7000000 + m * f * 2;  // the fake allocator's address for M * F bf16 values
+  EXPECT_EQ(param<uint64_t>(launch(0), 24), h);
+  EXPECT_EQ(param<uint64_t>(launch(1), 0), h);  // down reads what up wrote
+  EXPECT_EQ(param<int32_t>(launch(0), 36), static_cast<int32_t>(f));
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 1);
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 1);
+}
+
+}  // namespace
+}  // namespace ak
