@@ -342,9 +342,13 @@ std::optional<Config> default_config(std::string_view source_view, const TuneSpa
   const std::string source(source_view);
   Config config;
   for (const TuneParam& p : space.params) {
+    // C++: `#define NAME VALUE`; a Triton (Python) file: a module-level `NAME = VALUE`.
     const std::regex define("#\\s*define\\s+" + p.name + "\\s+([A-Za-z0-9_]+)");
+    const std::regex assignment("^" + p.name + "[ \\t]*=[ \\t]*([A-Za-z0-9_]+)[ \\t]*(#.*)?$",
+                                std::regex::ECMAScript | std::regex::multiline);
     std::smatch match;
-    if (!std::regex_search(source, match, define)) return std::nullopt;
+    if (!std::regex_search(source, match, define) && !std::regex_search(source, match, assignment))
+      return std::nullopt;
     if (std::find(p.values.begin(), p.values.end(), match[1].str()) == p.values.end()) return std::nullopt;
     config.emplace_back(p.name, match[1].str());
   }

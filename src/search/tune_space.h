@@ -68,8 +68,9 @@ bool satisfies(const TuneSpace& space, const Config& config, const std::map<std:
 std::vector<Config> feasible_configs(const TuneSpace& space, const std::map<std::string, double>& symbols,
                                      size_t limit);
 
-// The file's own defaults (`#define NAME VALUE` for every @tune parameter) as a configuration
-// of the space, when each is a value the space lists; nullopt otherwise.
+// The file's own defaults (`#define NAME VALUE` for every @tune parameter, or in a Triton file a
+// module-level `NAME = VALUE`) as a configuration of the space, when each is a value the space
+// lists; nullopt otherwise.
 std::optional<Config> default_config(std::string_view source, const TuneSpace& space);
 
 // The symbols a @require may use for this problem: the op's dim names bound to the problem's
