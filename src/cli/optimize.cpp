@@ -37,7 +37,7 @@ struct OptimizeOptions {
 };
 
 Backend pick_backend(const std::string& name) {
-  if (name != "auto") return parse_backend(name);
+  if (name != "auto") return device_of_backend_option(name, Backend::Cuda);
   try {
     make_runtime(Backend::Cuda);
     return Backend::Cuda;
@@ -66,7 +66,8 @@ RunState open_run(const OptimizeOptions& o, Backend backend, const std::string& 
   if (o.suite && std::filesystem::exists(ws) && !std::filesystem::is_empty(ws))
     throw Error(ErrorKind::Usage,
                 ws.string() + " is not empty: --suite needs a new workspace (or --restart)");
-  const Plan plan = o.suite ? write_suite_plan(ws, backend, o.ops) : read_plan(ws);
+  const Plan plan =
+      o.suite ? write_suite_plan(ws, backend, o.ops, starter_kinds(o.backend, backend)) : read_plan(ws);
   return start_run(ws, plan, o.settings, backend, device);
 }
 
@@ -180,8 +181,11 @@ Command optimize_command() {
         app.add_option("--min-gain", o->settings.min_gain,
                        "smallest relative gain that is kept (and beyond the noise)")
             ->check(CLI::Range(0.0, 0.5));
-        app.add_option("--backend", o->backend, "cuda, host, or auto (cuda when there is a GPU)")
-            ->check(CLI::IsMember({"auto", "cuda", "host"}));
+        app.add_option(
+               "--backend", o->backend,
+               "cuda, triton, both (with --suite: a CUDA and a Triton kernel per operator, the Amdahl "
+               "pick across them), host, or auto (cuda when there is a GPU)")
+            ->check(CLI::IsMember({"auto", "cuda", "triton", "both", "host"}));
         app.add_flag("--quick", o->settings.quick,
                      "smoke test and the timed problem only (not the full harness)");
         app.add_option("--seed", o->settings.seed, "seed of the input sets and the strategies");

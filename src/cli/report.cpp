@@ -17,6 +17,7 @@
 #include "core/paths.h"
 #include "core/python.h"
 #include "core/subprocess.h"
+#include "loop/alternatives.h"
 #include "loop/run_state.h"
 
 namespace ak::cli {
@@ -49,6 +50,43 @@ std::string state_of(const KernelState& k) {
   return k.done.empty() ? "active" : k.done;
 }
 
+// Slots with alternatives (loop/alternatives.h): which backend's kernel won each, and by how much.
+nlohmann::json winners_json(const RunState& s) {
+  nlohmann::json winners = nlohmann::json::array();
+  for (const auto& k : s.kernels) {
+    if (!first_of_slot(s.kernels, k)) continue;
+    nlohmann::json times = nlohmann::json::object();
+    for (const auto& other : s.kernels)
+      if (same_slot(other, k))
+        times[kernel_backend(other.file)] =
+            other.best_us > 0 ? nlohmann::json(other.best_us) : nlohmann::json(nullptr);
+    if (times.size() < 2) continue;
+    const KernelState* leader = slot_leader(s.kernels, k);
+    winners.push_back(
+        {{"op", k.op},
+         {"shape", k.shape},
+         {"dtype", k.dtype},
+         {"winner", leader ? nlohmann::json(leader->name) : nlohmann::json(nullptr)},
+         {"backend", leader ? nlohmann::json(kernel_backend(leader->file)) : nlohmann::json(nullptr)},
+         {"best_us", times}});
+  }
+  return winners;
+}
+
+void print_winners(std::ostream& out, const nlohmann::json& winners) {
+  for (const auto& w : winners) {
+    out << w["op"].get<std::string>() << " " << w["shape"].get<std::string>() << " "
+        << w["dtype"].get<std::string>() << ": "
+        << (w["backend"].is_null() ? "no kernel passed" : w["backend"].get<std::string>() + " won") << " (";
+    std::string sep;
+    for (const auto& [backend, us] : w["best_us"].items()) {
+      out << sep << backend << " " << (us.is_null() ? "-" : microseconds(us.get<double>()) + " µs");
+      sep = ", ";
+    }
+    out << ")\n";
+  }
+}
+
 nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plot) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : s.kernels) {
@@ -56,6 +94,7 @@ nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plo
     kernels.push_back({{"name", k.name},
                        {"op", k.op},
                        {"file", k.file},
+                       {"backend", kernel_backend(k.file)},
                        {"shape", k.shape},
                        {"dtype", k.dtype},
                        {"share", k.share},
@@ -77,6 +116,7 @@ nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plo
           {"device", s.device},
           {"started", s.started},
           {"kernels", kernels},
+          {"winners", winners_json(s)},
           {"summary",
            {{"experiments", s.experiments},
             {"elapsed_s", s.elapsed_s},
@@ -105,6 +145,10 @@ void print_report(std::ostream& out, const RunState& s) {
                     state_of(k)});
   }
   print_table(out, rows, {false, false, false, false, true, true, true, true, true, true, true, false});
+  if (const auto winners = winners_json(s); !winners.empty()) {
+    out << "\n";
+    print_winners(out, winners);
+  }
   out << "\n"
       << s.experiments << " experiments in " << duration(s.elapsed_s) << " ("
       << fixed(experiments_per_hour(s), 1) << "/hour); projected end-to-end speedup "

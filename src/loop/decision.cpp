@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "loop/alternatives.h"
 
 namespace ak {
 namespace {
@@ -24,11 +25,14 @@ double median_error(double noise, int samples) {
   return samples > 0 ? 1.2533 * noise / std::sqrt(static_cast<double>(samples)) : noise;
 }
 
+// A slot's share is its fastest baseline over the sum of the slots' fastest baselines; every
+// alternative of a slot carries the slot's share.
 void recompute_shares(RunState& state) {
   double total = 0;
-  for (const auto& k : state.kernels) total += k.baseline_us;
+  for (const auto& k : state.kernels)
+    if (first_of_slot(state.kernels, k)) total += slot_baseline_us(state.kernels, k);
   if (total <= 0) return;
-  for (auto& k : state.kernels) k.share = k.baseline_us / total;
+  for (auto& k : state.kernels) k.share = slot_baseline_us(state.kernels, k) / total;
 }
 
 void check_stop_rules(KernelState& k, const LoopSettings& s) {
@@ -118,11 +122,15 @@ KernelState* pick_next(RunState& state) {
   double best_gain = -1;
   for (auto& k : state.kernels) {
     if (!k.done.empty()) continue;
-    // Time this kernel still takes, as a fraction of the original total, times the part of it
-    // above its roofline (an unknown roofline counts as half).
-    const double now = k.share * (k.baseline_us > 0 ? k.best_us / k.baseline_us : 1.0);
-    const double headroom = k.best_roofline > 0 ? std::max(0.0, 1.0 - k.best_roofline) : 0.5;
-    const double gain = now * headroom;
+    // The slot's time above this kernel's roofline (an unknown roofline counts as half), as a
+    // fraction of the original total. An alternative behind its slot's fastest kernel must first
+    // catch up with it: its gain is scaled by how far behind it is.
+    const KernelState* leader = slot_leader(state.kernels, k);
+    const double slot_us = leader ? leader->best_us : k.best_us;
+    const double baseline_us = slot_baseline_us(state.kernels, k);
+    const double roofline_us = k.best_us * (k.best_roofline > 0 ? k.best_roofline : 0.5);
+    const double gain = k.share * std::max(0.0, slot_us - roofline_us) /
+                        (baseline_us > 0 ? baseline_us : k.best_us) * (slot_us / k.best_us);
     if (gain > best_gain) {
       best_gain = gain;
       best = &k;

@@ -31,8 +31,9 @@ constexpr SuiteEntry kSuite[] = {
     {"fused_mlp", "4096x4096x11008", "fp16", "128x256x704"},
 };
 
-std::string starter_extension(Backend backend) {
-  return backend == Backend::Cuda ? ".cu" : ".cpp";
+std::string starter_extension(std::string_view kind) {
+  if (kind == "triton") return ".py";
+  return kind == "cuda" ? ".cu" : ".cpp";
 }
 
 std::string today() {
@@ -41,13 +42,32 @@ std::string today() {
 
 }  // namespace
 
+std::vector<std::string> starter_kinds(const std::string& option, Backend device) {
+  if (option == "auto") return {std::string(to_string(device))};
+  if ((option == "triton" || option == "both") && device == Backend::Host)
+    throw Error(ErrorKind::Usage,
+                "--backend " + option + ": Triton kernels run on the CUDA device, not the host");
+  if (option == "both") return {"cuda", "triton"};
+  if (option == "cuda" || option == "triton" || option == "host") return {option};
+  throw Error(ErrorKind::Usage, "unknown backend '" + option + "' (auto, cuda, triton, both or host)");
+}
+
+Backend device_of_backend_option(const std::string& option, Backend automatic) {
+  if (option == "auto") return automatic;
+  return option == "host" ? Backend::Host : Backend::Cuda;
+}
+
 std::string copy_starter(const std::filesystem::path& workspace, Backend backend, const std::string& op,
                          const std::string& name) {
-  const auto starter =
-      project_dir() / "kernels" / std::string(to_string(backend)) / (op + starter_extension(backend));
+  return copy_starter(workspace, to_string(backend), op, name);
+}
+
+std::string copy_starter(const std::filesystem::path& workspace, std::string_view kind, const std::string& op,
+                         const std::string& name) {
+  const auto starter = project_dir() / "kernels" / std::string(kind) / (op + starter_extension(kind));
   if (!std::filesystem::exists(starter))
-    throw Error(ErrorKind::Usage, "no " + std::string(to_string(backend)) + " starter for " + op + " (" +
-                                      starter.string() + ")");
+    throw Error(ErrorKind::Usage,
+                "no " + std::string(kind) + " starter for " + op + " (" + starter.string() + ")");
   const std::string file = "kernels/" + name + "/" + starter.filename().string();
   std::filesystem::create_directories(workspace / "kernels" / name);
   std::filesystem::copy_file(starter, workspace / file, std::filesystem::copy_options::overwrite_existing);
@@ -59,15 +79,19 @@ void write_plan(const std::filesystem::path& workspace, const Plan& plan) {
 }
 
 Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
-                      const std::vector<std::string>& ops) {
+                      const std::vector<std::string>& ops, const std::vector<std::string>& kinds) {
   const std::set<std::string> wanted(ops.begin(), ops.end());
   for (const auto& op : wanted) find_op(op);  // an unknown name is a usage error here, not later
+  const std::vector<std::string> starters = kinds.empty() ? starter_kinds("auto", backend) : kinds;
   Plan plan{"suite", true, {}};
   for (const SuiteEntry& e : kSuite) {
     if (!wanted.empty() && !wanted.contains(e.op)) continue;
     const bool cuda = backend == Backend::Cuda;
-    plan.kernels.push_back({e.op, e.op, copy_starter(workspace, backend, e.op, e.op),
-                            cuda ? e.cuda_shape : e.host_shape, cuda ? e.cuda_dtype : "fp32", 0});
+    for (const auto& kind : starters) {
+      const std::string name = kind == starters.front() ? e.op : std::string(e.op) + "_" + kind;
+      plan.kernels.push_back({name, e.op, copy_starter(workspace, kind, e.op, name),
+                              cuda ? e.cuda_shape : e.host_shape, cuda ? e.cuda_dtype : "fp32", 0});
+    }
   }
   write_plan(workspace, plan);
   return plan;

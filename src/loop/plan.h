@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loop/run_state.h"
@@ -35,18 +36,32 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Plan, name, shares_from_baseline
 
 inline constexpr const char* kPlanFile = "plan.json";
 
+// The kinds of starter a plan takes for each operator (kernels/<kind>/<op>.<ext>): "cuda" (.cu)
+// and "triton" (.py) run on the CUDA device, "host" (.cpp) on the CPU. A --backend option names
+// one kind, "both" (cuda and triton: two alternatives per operator, loop/alternatives.h) or
+// "auto" (the device's own kind). Throws Error(Usage) for triton or both on the host device.
+std::vector<std::string> starter_kinds(const std::string& option, Backend device);
+
+// The device a --backend option runs on: host for "host", cuda for cuda, triton and both, and
+// `automatic` for "auto".
+Backend device_of_backend_option(const std::string& option, Backend automatic);
+
 // The nine operators at their standard problems: the shapes of the targets on a GPU, and
 // smaller ones on the host backend (a CPU would take minutes per experiment at GPU sizes). Each
-// starter (kernels/<backend>/<op>.*) is copied into `workspace` and plan.json is written there.
-// `ops` limits the suite to those operators (empty: all nine). Throws Error(Usage) for an
-// unknown operator.
+// starter (kernels/<kind>/<op>.*) is copied into `workspace` and plan.json is written there.
+// `ops` limits the suite to those operators (empty: all nine); `kinds` are the starters of each
+// (empty: the backend's own); a second kind's kernel is named <op>_<kind>. Throws Error(Usage)
+// for an unknown operator.
 Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
-                      const std::vector<std::string>& ops);
+                      const std::vector<std::string>& ops, const std::vector<std::string>& kinds = {});
 
 // Copies the starter of `op` for `backend` (kernels/<backend>/<op>.*) into
 // workspace/kernels/<name>/ and returns its path relative to the workspace. Throws Error(Usage)
 // when the backend has no starter for the operator.
 std::string copy_starter(const std::filesystem::path& workspace, Backend backend, const std::string& op,
+                         const std::string& name);
+// The same for a kind of starter (cuda, triton or host).
+std::string copy_starter(const std::filesystem::path& workspace, std::string_view kind, const std::string& op,
                          const std::string& name);
 
 // Writes workspace/plan.json.

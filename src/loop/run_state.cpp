@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/paths.h"
+#include "loop/alternatives.h"
 
 namespace ak {
 
@@ -26,8 +27,11 @@ void save_run_state(const std::filesystem::path& workspace, const RunState& stat
 double projected_speedup(const std::vector<KernelState>& kernels) {
   double shares = 0, now = 0;
   for (const auto& k : kernels) {
+    if (!first_of_slot(kernels, k)) continue;  // alternatives of one slot count once: its fastest
     shares += k.share;
-    const double ratio = k.baseline_us > 0 && k.best_us > 0 ? k.best_us / k.baseline_us : 1.0;
+    const KernelState* leader = slot_leader(kernels, k);
+    const double baseline_us = slot_baseline_us(kernels, k);
+    const double ratio = leader && baseline_us > 0 ? leader->best_us / baseline_us : 1.0;
     now += k.share * ratio;
   }
   const double rest = std::max(0.0, 1.0 - shares);

@@ -17,19 +17,24 @@ std::string kernel_name(const RankedEntry& entry) {
 }
 
 Plan extract_plan(const std::filesystem::path& workspace, const Profile& profile, const Ranking& ranking,
-                  size_t top, Backend backend) {
+                  size_t top, Backend backend, const std::vector<std::string>& kinds) {
+  const std::vector<std::string> starters = kinds.empty() ? starter_kinds("auto", backend) : kinds;
   if (std::filesystem::exists(workspace / kRunStateFile))
     throw Error(ErrorKind::Usage, workspace.string() +
                                       " already holds an optimization run; extract into a new workspace "
                                       "(or `autokernel run --restart`)");
   std::filesystem::remove_all(workspace / "kernels");  // what an earlier extract left is not this plan
   Plan plan{profile.short_name(), false, {}};
+  size_t entries = 0;
   for (const RankedEntry& e : ranking.entries) {
-    if (plan.kernels.size() >= top) break;
+    if (entries >= top) break;
     if (!ranking.extractable(e)) continue;
-    const std::string name = kernel_name(e);
-    plan.kernels.push_back({name, *e.entry.op, copy_starter(workspace, backend, *e.entry.op, name), e.problem,
-                            e.entry.dtype, e.share});
+    ++entries;
+    for (const auto& kind : starters) {
+      const std::string name = kernel_name(e) + (kind == starters.front() ? "" : "_" + kind);
+      plan.kernels.push_back({name, *e.entry.op, copy_starter(workspace, kind, *e.entry.op, name), e.problem,
+                              e.entry.dtype, e.share});
+    }
   }
   if (plan.kernels.empty())
     throw Error(ErrorKind::Usage,

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "loop/plan.h"
 #include "profile/ranking.h"
@@ -16,9 +17,11 @@ namespace ak {
 std::string kernel_name(const RankedEntry& entry);
 
 // Writes the top `top` extractable entries (by time) into the workspace and returns the plan.
+// `kinds` are the starters of each entry (plan.h starter_kinds; empty: the backend's own); with
+// two, each entry gets both, the second named <name>_<kind> (alternatives of one slot).
 // Throws Error(Usage) when the workspace already holds a run (a new one needs a new workspace),
 // or when the profile has nothing of ours to extract.
 Plan extract_plan(const std::filesystem::path& workspace, const Profile& profile, const Ranking& ranking,
-                  size_t top, Backend backend);
+                  size_t top, Backend backend, const std::vector<std::string>& kinds = {});
 
 }  // namespace ak
