@@ -18,16 +18,18 @@ struct ExtractOptions {
 
 int run_extract(const ExtractOptions& o) {
   const Profile profile = read_profile(o.workspace);
-  const Backend backend = o.backend == "auto" ? profile.backend() : parse_backend(o.backend);
+  const Backend backend = device_of_backend_option(o.backend, profile.backend());
+  const auto kinds = starter_kinds(o.backend, backend);
   // The order is by time alone; the rooflines (which need the device's ceilings) are the profile's table.
   const Ranking ranking = rank_profile(profile, Ceilings{});
-  const Plan plan = extract_plan(o.workspace, profile, ranking, static_cast<size_t>(o.top), backend);
+  const Plan plan = extract_plan(o.workspace, profile, ranking, static_cast<size_t>(o.top), backend, kinds);
   if (o.json) {
     std::cout << nlohmann::json(plan).dump(2) << "\n";
     return 0;
   }
   std::cout << "extracted " << plan.kernels.size() << " kernels of " << profile.model.spec << " into "
-            << o.workspace << " (" << to_string(backend) << " starters):\n\n";
+            << o.workspace << " (" << (kinds.size() > 1 ? "cuda and triton" : kinds.front())
+            << " starters):\n\n";
   std::vector<std::vector<std::string>> rows = {{"kernel", "op", "problem", "dtype", "share"}};
   double share = 0;
   for (const auto& k : plan.kernels) {
@@ -49,8 +51,10 @@ Command extract_command() {
             app.add_option("--top", o->top, "how many operators, by time")
                 ->check(CLI::PositiveNumber)
                 ->capture_default_str();
-            app.add_option("--backend", o->backend, "cuda, host, or auto (the profiled device's)")
-                ->check(CLI::IsMember({"auto", "cuda", "host"}));
+            app.add_option("--backend", o->backend,
+                           "starters: cuda, triton, both (each operator gets a CUDA and a Triton kernel; the "
+                           "loop keeps the faster), host, or auto (the profiled device's)")
+                ->check(CLI::IsMember({"auto", "cuda", "triton", "both", "host"}));
             app.add_option("--workspace", o->workspace, "holds profile.json; gets plan.json and kernels/")
                 ->capture_default_str();
             app.add_flag("--json", o->json, "print the plan as JSON");
