@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Side-by-side timing on a GPU machine: our kernels through the engine, PyTorch eager and
-torch.compile(mode="max-autotune-no-cudagraphs"), with one method for all three.
+"""Side-by-side timing on a GPU machine: our CUDA and Triton kernels, PyTorch eager,
+torch.compile(mode="max-autotune-no-cudagraphs") and Liger-Kernel's Triton kernels (where it has
+the operator), all in this one process and by one method.
 
 The method is the engine's: before every sample the L2 is flushed by reading a buffer twice its
 size (a write flush would leave dirty lines whose write-back lands in the timed kernel), the
 stream is kept busy (torch.cuda._sleep) while the timed work is enqueued so launch latency stays
-out, events bracket the work, and the median is reported.
+out, events bracket the work, and the median is reported. Our kernels are tuned by the engine
+(`autokernel tune`), then their modules are loaded here through the kernel ABI and timed like the
+rest (compare_ours.py); the engine's own median stays in the JSON as a cross-check.
 
     python3 bench/compare.py --ak build-gpu/autokernel [--ops rmsnorm,softmax] [--tune-budget 3m]
-                             [--record docs/benchmarks.md --commit abc1234]
+                             [--backends cuda,triton] [--record docs/benchmarks.md --commit abc1234]
 
 Prints one table; with --record appends it (device, date, commit, command) to the given file.
 """
@@ -21,6 +24,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+from compare_liger import LIGER_OPS, liger_call, liger_version
+from compare_ours import module_runner, tuned_module
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -128,23 +134,44 @@ class Timer:
         return times[len(times) // 2]
 
 
-def ours(ak, op, shape, dtype, budget):
-    kernel = ROOT / "kernels" / "cuda" / f"{op}.cu"
-    if not kernel.exists():
-        return None, "no CUDA kernel yet"
-    cmd = [ak, "tune", str(kernel), "--op", op, "--shape", shape, "--dtype", dtype, "--json"]
-    if budget:
-        cmd += ["--budget", budget]
-    run = subprocess.run(cmd, capture_output=True, text=True)
+def ours(a, timer, op, shape, dtype_name, args, backend):
+    """Our `backend` kernel for the case, tuned by the engine and timed here: a dict for the row."""
+    best, module, note = tuned_module(a.ak, backend, op, shape, dtype_name, a.tune_budget)
+    cell = {"note": note, "engine_us": best["timing"]["median_us"] if best else None}
+    if best:
+        cell.update(gbps=best["gbps"], tflops=best["tflops"], roofline=best["roofline"])
+    if module:
+        print(f"[{op}] {backend} (tuned: {note})...", file=sys.stderr, flush=True)
+        cell["us"] = timer.median_us(module_runner(module, op, shape, args), ())
+    return cell
+
+
+def timed_or_none(timer, op, what, fn, args):
     try:
-        doc = json.loads(run.stdout[run.stdout.index("{"):])
-    except ValueError:
-        return None, (run.stdout + run.stderr).strip().splitlines()[-1][:200]
-    best = doc.get("best")
-    if not best:
-        first = doc["trials"][0] if doc.get("trials") else {}
-        return None, f"{first.get('status')} at {first.get('stage')}: {first.get('reason', '')[:160]}"
-    return best, best["config"]
+        return timer.median_us(fn, args)
+    except Exception as e:  # a failure is a row note, not the end of the table
+        print(f"[{op}] {what} failed: {e}", file=sys.stderr)
+        return None
+
+
+def table_lines(rows, backends, liger):
+    """The markdown table: every time measured here by one method; the faster of ours (the winner)
+    against the others; each backend's tuned configuration (or why it has no time)."""
+    f = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"
+    header = ["op", "shape", "dtype"] + [f"{b} µs" for b in backends] + [
+        "eager µs", "compile µs", "Liger µs", "winner", "% of roofline", "compile / ours", "Liger / ours"]
+    lines = ["| " + " | ".join(header + ["configs / notes"]) + " |", "|" + "---|" * (len(header) + 1)]
+    for r in rows:
+        fastest, winner, notes = r["ours_us"], r["winner"], r["note"]
+        ratio = lambda other: "–" if fastest is None or other is None else f"{other / fastest:.2f}×"
+        roofline = r[winner].get("roofline") if winner else None
+        if r["op"] in LIGER_OPS and r["liger_us"] is None:
+            notes += "; Liger: " + ("absent (no liger-kernel in this Python)" if liger is None else "failed")
+        cells = [r["op"], r["shape"], r["dtype"]] + [f(r[b].get("us")) for b in backends] + [
+            f(r["eager_us"]), f(r["compile_us"]), f(r["liger_us"]), winner or "–",
+            f(100 * roofline if roofline else None), ratio(r["compile_us"]), ratio(r["liger_us"]), notes]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def main():
@@ -153,6 +180,7 @@ def main():
     p.add_argument("--ops", default=",".join(FUNCTIONS), help="operators to compare (all their target rows)")
     p.add_argument("--dtypes", default="fp16,bf16,fp32", help="keep only rows of these dtypes")
     p.add_argument("--tune-budget", default="")
+    p.add_argument("--backends", default="cuda", help="our kernels to compare, comma-separated: cuda, triton")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--record", help="append the table to this markdown file")
     p.add_argument("--commit", default="unknown")
@@ -165,7 +193,7 @@ def main():
     copy_gbps, matrix_tflops = device["ceilings"]["copy_gbps"], device["ceilings"]["matrix_tflops"]
     timer = Timer()
     rows = []
-    wanted_ops, wanted_dtypes = a.ops.split(","), a.dtypes.split(",")
+    wanted_ops, wanted_dtypes, backends = a.ops.split(","), a.dtypes.split(","), a.backends.split(",")
     for op, shape, dtype_name in CASES:
         if op not in wanted_ops or dtype_name not in wanted_dtypes:
             continue
@@ -174,37 +202,30 @@ def main():
         dims = [int(v) for v in shape.split(":")[0].split("x")]
         args = make_inputs(op, dims, dtype)
         print(f"[{op} {shape} {dtype_name}] eager...", file=sys.stderr, flush=True)
-        eager = timer.median_us(fn, args)
-        compiled = None
+        row = {"op": op, "shape": shape, "dtype": dtype_name, "eager_us": timer.median_us(fn, args),
+               "compile_us": None, "liger_us": None}
         if not a.no_compile:
             print(f"[{op}] torch.compile...", file=sys.stderr, flush=True)
             torch._dynamo.reset()
-            try:
-                compiled = timer.median_us(torch.compile(fn, mode="max-autotune-no-cudagraphs"), args)
-            except Exception as e:  # a compile failure is a row note, not the end of the table
-                print(f"[{op}] torch.compile failed: {e}", file=sys.stderr)
-        print(f"[{op}] ours (tune)...", file=sys.stderr, flush=True)
-        best, note = ours(a.ak, op, shape, dtype_name, a.tune_budget)
-        row = {"op": op, "shape": shape, "dtype": dtype_name, "eager_us": eager, "compile_us": compiled,
-               "ours_us": best["timing"]["median_us"] if best else None, "note": note}
-        if best:
-            row["gbps"], row["tflops"], row["roofline"] = best["gbps"], best["tflops"], best["roofline"]
+            row["compile_us"] = timed_or_none(timer, op, "torch.compile",
+                                              torch.compile(fn, mode="max-autotune-no-cudagraphs"), args)
+        for backend in backends:
+            row[backend] = ours(a, timer, op, shape, dtype_name, args, backend)
+        timed = [(row[b]["us"], b) for b in backends if row[b].get("us")]
+        row["ours_us"], row["winner"] = min(timed) if timed else (None, None)
+        row["roofline"] = row[row["winner"]].get("roofline") if row["winner"] else None
+        row["note"] = "; ".join(f"{b}: {row[b]['note']}" for b in backends)
+        liger = liger_call(op, args)  # last: Liger's cross entropy writes the logits' gradient in place
+        if liger:
+            print(f"[{op}] Liger-Kernel...", file=sys.stderr, flush=True)
+            row["liger_us"] = timed_or_none(timer, op, "Liger-Kernel", *liger)
         rows.append(row)
         if a.json_out:  # after every row: a run cut short keeps what it measured
             pathlib.Path(a.json_out).write_text(json.dumps({"device": device, "rows": rows}, indent=1))
         del args
         torch.cuda.empty_cache()
 
-    header = ("| op | shape | dtype | ours µs | GB/s | TFLOP/s | % of measured roofline | eager µs | compile µs "
-              "| eager/ours | compile/ours | best config / note |")
-    lines = [header, "|" + "---|" * 12]
-    for r in rows:
-        f = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"
-        ratio = lambda base: "–" if r["ours_us"] is None or base is None else f"{base / r['ours_us']:.2f}×"
-        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {f(r['ours_us'])} | {f(r.get('gbps'), 0)} | "
-                     f"{f(r.get('tflops'), 1)} | {f(100 * r['roofline'] if r.get('roofline') else None)} | "
-                     f"{f(r['eager_us'])} | {f(r['compile_us'])} | {ratio(r['eager_us'])} | "
-                     f"{ratio(r['compile_us'])} | {r['note']} |")
+    lines = table_lines(rows, backends, liger_version())
     table = "\n".join(lines)
     print(table)
     if a.record:
