@@ -1,12 +1,16 @@
-"""The bridge's entry point, run by the C++ CLI as `python3 -m autokernel <profile|verify> ...`.
+"""The bridge's entry point, run by the C++ CLI as `python3 -m autokernel <command> ...`
+(profile, verify, export).
 
 Progress goes to stderr as lines; results go to the files the command names. A failure is one
 line, `autokernel: <reason>`, with exit code 2 for bad input and 1 for anything else.
 """
 import argparse
+import importlib
 import os
 import sys
 import traceback
+
+COMMANDS = ("profile", "verify", "export")
 
 
 def _progress(line):
@@ -21,15 +25,14 @@ def main(argv=None):
     except ImportError as e:
         print(f"autokernel: no PyTorch in {sys.executable}: {e}", file=sys.stderr)
         return 1
-    from . import profile, verify
     from .loading import BridgeError
 
-    for name, module in (("profile", profile), ("verify", verify)):
+    modules = {name: importlib.import_module(f".{name}", __package__) for name in COMMANDS}
+    for name, module in modules.items():
         module.add_arguments(commands.add_parser(name))
     args = parser.parse_args(argv)
     try:
-        run = {"profile": profile.profile, "verify": verify.verify}[args.command]
-        return run(args, _progress)
+        return getattr(modules[args.command], args.command)(args, _progress)
     except BridgeError as e:
         print(f"autokernel: {e}", file=sys.stderr)
         return 2 if e.usage else 1

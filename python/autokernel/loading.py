@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import models
-from .abi import TORCH_DTYPES
+from .runtime.abi import TORCH_DTYPES
 
 
 class BridgeError(Exception):

@@ -1,11 +1,12 @@
-"""`autokernel profile`'s Python half: runs the model under torch.profiler and attributes every
-GPU kernel (on a CPU-only machine, every op's own CPU time) exactly once: to the outermost of our
-operators whose call launched it (a named scope opened around each intercepted call), else to
-the outermost aten op above it, listed as unknown. An aten op and the kernels it launches are
-never both counted: only each event's own kernels (or own CPU time) are summed.
+"""`autokernel profile`'s Python half: traces the model's forward pass, finds our operators in the
+graph (runtime/rewrite.py: the same matching apply() uses, so what is profiled is what is plugged
+in), and runs the graph with each found region inside a profiler scope named after its operator,
+problem and dtype: the model's own ops, as it wrote them, only labelled.
 
-Writes profile.json (the entries, the model, the device) and the Chrome trace beside it; the
-C++ side ranks, classifies against the measured ceilings and prints the Amdahl plan.
+Every GPU kernel (on a CPU-only machine, every op's own CPU time) is attributed exactly once: to
+the outermost scope of ours above it, else to its outermost aten op, listed as unknown. Writes
+profile.json (the entries, the sites found, the model, the device) and the Chrome trace beside it;
+the C++ side ranks, classifies against the measured ceilings and prints the Amdahl plan.
 """
 import collections
 import json
@@ -13,17 +14,13 @@ import pathlib
 import warnings
 
 import torch
-from torch.autograd.profiler import record_function
 
-from . import loading, patterns
-from .plug import intercepted
+from . import loading
+from .runtime import apply as applying
+from .runtime import rewrite
+from .runtime.capture import capture
+from .runtime.rewrite import SCOPE
 from .timing import device_name, median_us, synchronize
-
-SCOPE = "ak::"
-
-
-def _scope_name(call):
-    return f"{SCOPE}{call.op}::{call.problem}::{call.dtype_name}"
 
 
 def _is_cpu(event):
@@ -36,16 +33,21 @@ def _own_time_us(event, gpu):
     return 0.0 if event.name.startswith(SCOPE) else event.self_cpu_time_total
 
 
+def _ancestors(event):
+    node = event.cpu_parent
+    while node is not None:
+        yield node
+        node = node.cpu_parent
+
+
 def _owner(event):
     """The outermost scope of ours above (or at) the event, else its outermost aten op."""
     ours, aten = None, None
-    node = event
-    while node is not None:
+    for node in [event, *_ancestors(event)]:
         if node.name.startswith(SCOPE):
             ours = node
         elif node.name.startswith("aten::"):
             aten = node
-        node = node.cpu_parent
     return ours or aten
 
 
@@ -55,9 +57,7 @@ def attribute(events, iterations, gpu):
     for event in events:
         if not _is_cpu(event):
             continue  # a kernel's own event: counted through the op that launched it
-        if event.name.startswith(SCOPE) and not any(
-            p.name.startswith(SCOPE) for p in _ancestors(event)
-        ):
+        if event.name.startswith(SCOPE) and not any(p.name.startswith(SCOPE) for p in _ancestors(event)):
             calls[event.name] += 1
         own = _own_time_us(event, gpu)
         if own <= 0:
@@ -76,11 +76,30 @@ def attribute(events, iterations, gpu):
     return entries
 
 
-def _ancestors(event):
-    node = event.cpu_parent
-    while node is not None:
-        yield node
-        node = node.cpu_parent
+def scoped(model, inputs, progress):
+    """Installs, on the model, its traced graphs with every operator found inside a profiler
+    scope; returns the sites found and notes on what did not trace or has no operator."""
+    captures, notes = capture(model, inputs, {}, progress)
+    report = applying.Report(notes=list(notes))
+    for c in captures:
+        found, graph_notes = rewrite.find_all(c.graph)
+        report.notes.extend(graph_notes)
+        chosen = rewrite.choose(found)
+        report.sites.extend(applying.Site(c.path, m.op, m.problem, m.dtype_name, m.label, "") for m in chosen)
+        rewrite.scope(c.graph, chosen)
+    applying.install(model, captures, report)
+    return report
+
+
+def _record(loaded, iterations, gpu):
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if gpu else [])
+    with warnings.catch_warnings(), torch.profiler.profile(activities=activities) as prof:
+        # torch 2.x warns that a profile keeps only its last cycle; there is one cycle here
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        for _ in range(iterations):
+            loading.run_model(loaded)
+        synchronize(loaded.device)
+    return prof
 
 
 def profile(args, progress):
@@ -90,38 +109,35 @@ def profile(args, progress):
     gpu = loaded.device.type == "cuda"
     progress(f"profiling {args.model} ({','.join(map(str, loaded.shape))}, {args.dtype}) on {loaded.device}")
     loading.run_model(loaded)  # a model that does not run fails here, with its reason
-    sites = patterns.detect(loaded.model)
-    found = collections.Counter(site.op for site in sites)
-    progress("module patterns: " + (", ".join(f"{op} x{n}" for op, n in sorted(found.items())) or "none"))
-
-    def scope(call, run_in_torch):
-        with record_function(_scope_name(call)):
-            return run_in_torch()
-
-    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if gpu else [])
-    with intercepted(sites, scope):
-        for _ in range(args.warmup):
-            loading.run_model(loaded)
-        synchronize(loaded.device)
-        with warnings.catch_warnings(), torch.profiler.profile(activities=activities) as prof:
-            # torch 2.x warns that a profile keeps only its last cycle; there is one cycle here
-            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-            for _ in range(args.iterations):
-                loading.run_model(loaded)
-            synchronize(loaded.device)
+    wall_us = median_us(loaded.device, lambda: loading.run_model(loaded), 1, 10)
+    progress("tracing the forward pass and matching our operators in its graph")
+    with torch.no_grad():
+        report = scoped(loaded.model, loaded.inputs, progress)
+    found = collections.Counter(site.op for site in report.sites)
+    progress("operators found: " + (", ".join(f"{op} x{n}" for op, n in sorted(found.items())) or "none"))
+    for note in report.notes:
+        progress(f"note: {note}")
+    for _ in range(args.warmup):
+        loading.run_model(loaded)
+    synchronize(loaded.device)
+    prof = _record(loaded, args.iterations, gpu)
+    applying.restore(loaded.model)
     trace = workspace / "profile" / "trace.json"
     trace.parent.mkdir(exist_ok=True)
     prof.export_chrome_trace(str(trace))
     entries = attribute(prof.events(), args.iterations, gpu)
+    total = sum(e["us"] for e in entries)
     document = {
         "model": {"spec": args.model, "input_shape": list(loaded.shape), "dtype": args.dtype, "seed": args.seed},
         "device": {"type": loaded.device.type, "name": device_name(loaded.device)},
         "torch": torch.__version__,
         "time_kind": "gpu kernel time" if gpu else "cpu op time",
         "iterations": args.iterations,
-        "total_us": sum(e["us"] for e in entries),
-        "wall_us": median_us(loaded.device, lambda: loading.run_model(loaded), 0, 10),
-        "patterns": [{"module": s.name, "op": s.op} for s in sites],
+        "total_us": total,
+        "wall_us": wall_us,
+        "unknown_share": sum(e["us"] for e in entries if e["op"] is None) / total if total else 0.0,
+        "sites": [{k: v for k, v in vars(s).items() if k != "kernel"} for s in report.sites],
+        "notes": report.notes,
         "trace": str(trace.relative_to(workspace)),
         "entries": entries,
     }
@@ -139,4 +155,3 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=3)
-

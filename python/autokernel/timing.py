@@ -1,8 +1,13 @@
-"""One way of timing a model's forward pass, for the profile's wall time and verify's table."""
+"""One way of timing a model's forward pass, as a user runs it: calls in a loop, each waited for,
+the median wall time. Used by the profile's wall time and by verify's table, in eager mode and
+under torch.compile in each of its modes.
+"""
 import statistics
 import time
 
 import torch
+
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
 
 
 def synchronize(device):
@@ -26,3 +31,24 @@ def median_us(device, forward, warmup, iterations):
 
 def device_name(device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def forward_in_mode(model, inputs, mode):
+    """A no-grad forward of the model as run in `mode` ("eager" or a torch.compile mode, with
+    fullgraph=True: a graph break is an error, not a silent fallback), and the seconds its first
+    call took (the compilation)."""
+    runner = model if mode == "eager" else torch.compile(model, mode=mode, fullgraph=True)
+
+    def forward():
+        with torch.no_grad():
+            return runner(*inputs)
+
+    start = time.perf_counter()
+    first = forward()
+    return forward, time.perf_counter() - start, first
+
+
+def reset_compiled():
+    """Forgets what torch.compile compiled, so the next variant of the model compiles afresh."""
+    if hasattr(torch, "_dynamo"):
+        torch._dynamo.reset()

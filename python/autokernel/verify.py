@@ -1,28 +1,37 @@
-"""`autokernel verify`'s Python half: the model of the workspace's profile, run on the same
-weights and inputs as PyTorch eager (the reference), as torch.compile, and as eager with the
-compiled kernels plugged in — compared output by output, and timed with one method. On a GPU,
-eager and ours are also captured as CUDA graphs and replayed: the plugging runs Python around
-every call, and a replay shows what the kernels themselves give without it (or without eager's
-own launch cost), next to the same treatment of eager.
+"""`autokernel verify`'s Python half: the model of the workspace's profile, on the same weights and
+inputs, timed as a user runs it — eager, and under torch.compile in each mode — by itself and
+with our kernels applied (autokernel.apply, as a user would), each kernel plugged in only where
+it makes the whole model faster in the mode (decide.py). Every output with our kernels is
+compared with eager's. On a GPU, eager and ours are also captured as CUDA graphs and replayed.
 
-The C++ side builds the kernel modules, hands them over in modules.json, reads verify.json,
-prints the table and picks the exit code.
+The C++ side builds the kernel modules and lists them in kernels.json (those that passed the
+harness are the candidates), reads verify.json, prints the table and picks the exit code.
 """
 import json
 import pathlib
+from dataclasses import dataclass
 
 import torch
 
-from . import loading, patterns
+from . import loading
+from .decide import Bench, decide
 from .loading import BridgeError
-from .plug import intercepted
-from .timing import device_name, median_us, synchronize
-from .router import Router, plugged_in
+from .replay import replay_timing
+from .runtime import manifest
+from .timing import COMPILE_MODES, device_name
 
 # Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
 # compounds each op's rounding over its layers: looser than one op's tolerance, far tighter than
 # what a wrong kernel gives (order 1).
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+@dataclass
+class Settings:
+    warmup: int
+    iterations: int
+    budget_s: float
+    decide: bool = True  # False: every candidate plugged in, no timing decision
 
 
 def flatten(output, name="output"):
@@ -33,13 +42,15 @@ def flatten(output, name="output"):
         return [pair for key, value in output.items() for pair in flatten(value, f"{name}.{key}")]
     if isinstance(output, (tuple, list)):
         return [pair for i, value in enumerate(output) for pair in flatten(value, f"{name}[{i}]")]
+    if hasattr(output, "to_tuple"):
+        return flatten(output.to_tuple(), name)
     return []
 
 
-def compare(reference, ours, dtype):
+def compare(reference, ours, dtype, label):
     rows = []
     for (name, ref), (_, got) in zip(flatten(reference), flatten(ours)):
-        row = {"name": name, "shape": list(ref.shape), "tolerance": TOLERANCE[dtype]}
+        row = {"name": f"{name} ({label})", "shape": list(ref.shape), "tolerance": TOLERANCE[dtype]}
         if got.shape != ref.shape:
             row.update(ok=False, reason=f"shape {list(got.shape)}, expected {list(ref.shape)}")
         elif not bool(torch.isfinite(got).all()) and bool(torch.isfinite(ref).all()):
@@ -50,70 +61,59 @@ def compare(reference, ours, dtype):
             row.update(relative_error=error, ok=error <= TOLERANCE[dtype])
         rows.append(row)
     if len(flatten(reference)) != len(flatten(ours)):
-        rows.append({"name": "(outputs)", "ok": False, "reason": "a different number of output tensors"})
+        rows.append({"name": f"(outputs, {label})", "ok": False, "reason": "a different number of output tensors"})
     return rows
 
 
-def _compiled(loaded, mode, progress):
-    """torch.compile of the original model, or a note on why there is none."""
-    if mode == "none":
-        return None, "skipped (--compile-mode none)"
-    if not hasattr(torch, "compile"):
-        return None, f"torch {torch.__version__} has no torch.compile"
-    progress(f"torch.compile (mode {mode}); the first run compiles...")
-    compiled = torch.compile(loaded.model, mode=mode)
-    try:
-        with torch.no_grad():
-            compiled(*loaded.inputs)
-    except Exception as e:  # a compile failure is a note in the table, not the end of verify
-        return None, f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
-    return compiled, f"mode {mode}"
+def _modes(args, gpu):
+    modes = [m for m in args.compile_modes.split(",") if m and m != "none"]
+    unknown = [m for m in modes if m not in COMPILE_MODES]
+    if unknown:
+        raise BridgeError(f"unknown --compile-modes {','.join(unknown)} (of {', '.join(COMPILE_MODES)}, or none)")
+    if not gpu and "reduce-overhead" in modes:
+        modes.remove("reduce-overhead")  # CUDA graphs: nothing to reduce on a CPU
+    decide_mode = args.mode if args.mode != "auto" else ("default" if gpu and "default" in modes else "eager")
+    if decide_mode != "eager" and decide_mode not in modes:
+        raise BridgeError(f"--mode {decide_mode} is not among the measured modes ({','.join(modes) or 'eager'})")
+    return ([decide_mode] if decide_mode != "eager" else []) + [m for m in modes if m != decide_mode], decide_mode
 
 
-def _graphed(forward):
-    """forward() captured as a CUDA graph (after warm-up on a side stream), and its outputs."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.no_grad():
-        for _ in range(3):
-            forward()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph, capture_error_mode="relaxed"):
-        output = forward()
-    return graph, output
+def _row(mode, base, ours, kept):
+    return {"mode": mode, "torch_us": base.us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
+            "compile_s": base.compile_s, "note": base.note or ours.note}
 
 
-def _graph_timing(loaded, name, forward, reference, timing, args):
-    """Times the replay of forward's graph; returns the comparison of its outputs (or None)."""
-    try:
-        graph, output = _graphed(forward)
-    except Exception as e:  # a kernel that cannot be captured is a note, not the end of verify
-        timing[f"{name}_graph_note"] = f"capture failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
-        return None
-    graph.replay()
-    synchronize(loaded.device)
-    timing[f"{name}_graph_us"] = median_us(loaded.device, graph.replay, args.warmup, args.iterations)
-    return compare(reference, output, loaded.dtype)
+def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
+    """Each mode's row: PyTorch alone, then with the kernels plugged in; in eager and in the
+    decide mode each kernel is decided (decide.py), the other modes take the decide mode's set."""
+    rows, outputs, decisions, final = [], [], {}, {}
+    plugged = []
+    for mode in ["eager"] + modes:
+        if mode != "eager" and not bench.affordable(mode):
+            rows.append({"mode": mode, "torch_us": None, "ours_us": None, "kernels": [],
+                         "note": f"skipped: the budget ({bench.settings.budget_s:.0f} s) ran out"})
+            continue
+        base = bench.measure(mode)
+        if mode in ("eager", decide_mode):
+            kept, decisions[mode], ours = decide(bench, mode, candidates, base)
+            if mode == decide_mode:
+                plugged = kept
+        else:
+            kept = plugged
+            ours = bench.measure(mode, kept) if kept and bench.affordable(mode) else base
+        final[mode] = ours
+        rows.append(_row(mode, base, ours, kept if ours is not base else []))
+        if ours.kernels and ours.output is not None and ours not in bench.checked:
+            bench.checked.append(ours)
+    for m in bench.checked:
+        if m.output is not None:
+            label = f"ours, {m.mode}, {len(m.kernels)} kernel{'s' if len(m.kernels) != 1 else ''}"
+            outputs.extend(compare(reference, m.output, loaded.dtype, label))
+    return rows, outputs, decisions, final
 
 
-def time_all(loaded, eager, plugged, reference, args, progress):
-    """Eager, ours and torch.compile, one method; on a GPU also eager's and ours' graph replays.
-    Returns the timings and the comparison of the replayed outputs (None without a replay)."""
-    timing = {"warmup": args.warmup, "iterations": args.iterations, "method": "median wall time per forward pass"}
-    timing["eager_us"] = median_us(loaded.device, eager, args.warmup, args.iterations)
-    timing["ours_us"] = median_us(loaded.device, plugged, args.warmup, args.iterations)
-    graph_outputs = None
-    if loaded.device.type == "cuda":
-        progress("CUDA graphs of eager and ours")
-        _graph_timing(loaded, "eager", lambda: loaded.model(*loaded.inputs), reference, timing, args)
-        graph_outputs = _graph_timing(loaded, "ours", plugged, reference, timing, args)
-    compiled, timing["compile_note"] = _compiled(loaded, args.compile_mode, progress)
-    timing["compile_us"] = None
-    if compiled is not None:
-        timing["compile_us"] = median_us(loaded.device, lambda: compiled(*loaded.inputs), args.warmup,
-                                         args.iterations)
-    return timing, graph_outputs
+def kept_in(decisions, mode):
+    return [name for name, (kept, _) in decisions.get(mode, {}).items() if kept]
 
 
 def verify(args, progress):
@@ -122,57 +122,66 @@ def verify(args, progress):
     if not profile_path.is_file():
         raise BridgeError(f"no {profile_path}: run `autokernel profile` first")
     model = json.loads(profile_path.read_text())["model"]
-    kernels = json.loads(pathlib.Path(args.modules).read_text())
-    loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"],
-                          args.device, model.get("seed", 0))
-    plugged_count = sum(1 for k in kernels if k.get("use", True))
-    progress(f"verifying {model['spec']} with {plugged_count} of {len(kernels)} kernels plugged in, on {loaded.device}")
+    loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"], args.device,
+                          model.get("seed", 0))
+    try:
+        registered, entries, not_loaded = manifest.load(args.kernels)
+    except manifest.ManifestError as e:
+        raise BridgeError(str(e)) from None
+    candidates = [k.name for k in registered]
+    gpu = loaded.device.type == "cuda"
+    modes, decide_mode = _modes(args, gpu)
+    progress(f"verifying {model['spec']} with {len(candidates)} candidate kernels on {loaded.device}; "
+             f"plugging decided in mode {decide_mode}; modes: eager{''.join(', ' + m for m in modes)}")
     reference = loading.run_model(loaded)
-    router = Router(kernels)
-    sites = patterns.detect(loaded.model)
-    with plugged_in(router), intercepted(sites, router.handle, router.ops()):
-        ours = loading.run_model(loaded)
-    outputs = compare(reference, ours, loaded.dtype)
-    passed = all(row["ok"] for row in outputs)
-    progress("outputs " + ("match" if passed else "DIFFER") + "; timing eager, torch.compile and ours")
-
-    def eager():
-        return loading.run_model(loaded)
-
-    def plugged():
-        with plugged_in(router), intercepted(sites, router.handle, router.ops()):
-            return loading.run_model(loaded)
-
-    calls_in_check, fallbacks_in_check = dict(router.calls), dict(router.fallbacks)
-    timing, graph_outputs = time_all(loaded, eager, plugged, reference, args, progress)
-    if graph_outputs is not None:
-        passed = passed and all(row["ok"] for row in graph_outputs)
+    bench = Bench(loaded, Settings(args.warmup, args.iterations, args.budget, not args.no_decide), progress)
+    rows, outputs, decisions, final = _measure_all(bench, candidates, modes, decide_mode, reference, loaded)
+    replayed = kept_in(decisions, "eager") or candidates
+    replay, graph_outputs = replay_timing(bench, reference, replayed, compare) if gpu else ({}, [])
+    eager_final = final["eager"]
     document = {
         "model": model,
         "device": {"type": loaded.device.type, "name": device_name(loaded.device)},
         "torch": torch.__version__,
-        "passed": passed,
-        "outputs": outputs,
-        "graph_outputs": graph_outputs,
-        "kernels": [
-            {key: k.get(key) for key in ("name", "op", "shape", "dtype", "module", "use", "why")}
-            | {"calls": calls_in_check.get(k["name"], 0)}
-            for k in kernels
-        ],
-        "fallbacks": [{"op": op, "reason": reason, "calls": n} for (op, reason), n in fallbacks_in_check.items()],
-        "timing": timing,
+        "passed": all(row["ok"] for row in outputs + graph_outputs),
+        "decide_mode": decide_mode,
+        "outputs": outputs + graph_outputs,
+        "sites": [vars(s) for s in eager_final.sites],
+        "kernels": [_kernel_row(e, registered, decisions, final, not_loaded) for e in entries],
+        "fallbacks": [{"op": op, "reason": reason, "calls": n} for (op, reason), n in eager_final.fallbacks.items()],
+        "timing": {"method": "median wall time per forward pass, calls in a loop, each synchronized",
+                   "warmup": args.warmup, "iterations": args.iterations, "rows": rows, "replay": replay},
+        "elapsed_s": bench.elapsed(),
     }
-    pathlib.Path(args.json_out).write_text(json.dumps(document, indent=1) + "\n")
-    progress(f"wrote {args.json_out}")
+    pathlib.Path(args.json_out).write_text(json.dumps(document, indent=1, default=str) + "\n")
+    progress(f"wrote {args.json_out} after {bench.elapsed():.0f} s")
     return 0
+
+
+def _kernel_row(entry, registered, decisions, final, not_loaded):
+    name = entry["name"]
+    row = {key: entry.get(key) for key in ("name", "op", "problem", "dtype", "why")}
+    row["candidate"] = any(k.name == name for k in registered)
+    if not row["candidate"] and not_loaded:
+        row["why"] = f"not loaded: {not_loaded}"
+    row["decisions"] = {mode: {"in": kept, "why": why} for mode, d in decisions.items()
+                        for k, (kept, why) in d.items() if k == name}
+    row["calls"] = {mode: m.calls.get(name, 0) for mode, m in final.items()}
+    return row
 
 
 def add_arguments(parser):
     parser.add_argument("--workspace", default="workspace")
-    parser.add_argument("--modules", required=True, help="modules.json: the compiled kernels, in rank order")
+    parser.add_argument("--kernels", required=True, help="kernels.json: the compiled kernels and their candidacy")
     parser.add_argument("--json-out", required=True)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
-                        help="torch.compile mode, or none")
+    parser.add_argument("--compile-modes", default=",".join(COMPILE_MODES),
+                        help="torch.compile modes to time, comma-separated, or none")
+    parser.add_argument("--mode", default="auto",
+                        help="the mode plugging is decided in: eager or a compile mode (auto: default on a GPU)")
+    parser.add_argument("--no-decide", action="store_true",
+                        help="plug every candidate in, without timing decisions (to check outputs)")
+    parser.add_argument("--budget", type=float, default=0.0,
+                        help="seconds: no new measurement starts past this (0: no limit)")

@@ -30,6 +30,7 @@ Command profile_command();
 Command extract_command();
 Command verify_command();
 Command run_command();
+Command export_command();
 Command ops_command();
 
 }  // namespace ak::cli

@@ -7,7 +7,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {device_command(),  ops_command(),      bench_command(),
                                              tune_command(),    optimize_command(), report_command(),
                                              profile_command(), extract_command(),  verify_command(),
-                                             run_command(),     worker_command()};
+                                             run_command(),     export_command(),   worker_command()};
   return table;
 }
 

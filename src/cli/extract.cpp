@@ -1,22 +1,27 @@
 // `autokernel extract --top N`: the profile's top operators, each as a standalone kernel (the
-// backend's starter) with the model's own problem and dtype, and the plan `optimize` runs.
+// backend's starter) with the model's own problem and dtype, and the plan `optimize` runs. With
+// --model and no profile of it in the workspace, a shipped profile (measured on a GPU and kept in
+// the repository) stands in: extract starts without running the model.
 #include "profile/extract.h"
 
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/print.h"
+#include "profile/shipped_profiles.h"
 
 namespace ak::cli {
 namespace {
 
 struct ExtractOptions {
-  std::string workspace = "workspace", backend = "auto";
+  std::string workspace = "workspace", backend = "auto", model, input_shape, dtype;
   int top = 5;
   bool json = false;
 };
 
 int run_extract(const ExtractOptions& o) {
+  if (!o.model.empty())
+    std::cerr << "autokernel: " << ensure_profile(o.workspace, o.model, o.input_shape, o.dtype) << "\n";
   const Profile profile = read_profile(o.workspace);
   const Backend backend = device_of_backend_option(o.backend, profile.backend());
   const auto kinds = starter_kinds(o.backend, backend);
@@ -57,6 +62,12 @@ Command extract_command() {
                 ->check(CLI::IsMember({"auto", "cuda", "triton", "both", "host"}));
             app.add_option("--workspace", o->workspace, "holds profile.json; gets plan.json and kernels/")
                 ->capture_default_str();
+            app.add_option("--model", o->model,
+                           "the profiled model; without its profile in the workspace, a shipped one is used");
+            app.add_option("--input-shape", o->input_shape,
+                           "with --model: the shipped profile's input shape");
+            app.add_option("--dtype", o->dtype, "with --model: the shipped profile's dtype")
+                ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
             app.add_flag("--json", o->json, "print the plan as JSON");
             return [o] { return run_extract(*o); };
           }};

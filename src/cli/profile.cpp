@@ -1,26 +1,37 @@
-// `autokernel profile --model llama|gpt2|bert|path/to/file.py:Class`: runs the model under
-// torch.profiler through the bridge (python/autokernel/profile.py), which writes
-// workspace/profile.json and the Chrome trace; then ranks what it found against this device's
-// measured ceilings and prints the Amdahl plan.
+// `autokernel profile --model llama|gpt2|bert|path/to/file.py:Class`: the bridge
+// (python/autokernel/profile.py) traces the model's forward pass, finds our operators in the
+// graph whatever the model's code structure, and runs it under torch.profiler, writing
+// workspace/profile.json and the Chrome trace; then the ranking against this device's measured
+// ceilings, the Amdahl plan and the share of the time left unknown are printed.
 #include <iostream>
+#include <map>
 
 #include "cli/command.h"
 #include "cli/print.h"
+#include "core/paths.h"
 #include "core/python.h"
 #include "profile/ranking.h"
+#include "profile/shipped_profiles.h"
 #include "runtime/ceilings_cache.h"
 
 namespace ak::cli {
 namespace {
 
 struct ProfileOptions {
-  std::string model, input_shape, dtype = "auto", device = "auto", workspace = "workspace";
+  std::string model, input_shape, dtype = "auto", device = "auto", workspace = "workspace", ship;
   int iterations = 3, rows = 20, timeout_s = 1800;
   bool json = false;
 };
 
 std::string entry_label(const RankedEntry& r) {
   return r.entry.op ? *r.entry.op : r.entry.aten + " (unknown)";
+}
+
+double unknown_share(const Ranking& ranking) {
+  double share = 0;
+  for (const auto& r : ranking.entries)
+    if (!r.op) share += r.share;
+  return share;
 }
 
 nlohmann::json ranking_json(const Profile& p, const Ranking& ranking, const Ceilings& ceilings) {
@@ -38,6 +49,13 @@ nlohmann::json ranking_json(const Profile& p, const Ranking& ranking, const Ceil
     if (!r.note.empty()) j["note"] = r.note;
     entries.push_back(j);
   }
+  nlohmann::json sites = nlohmann::json::array();
+  for (const auto& site : p.sites)
+    sites.push_back({{"path", site.path},
+                     {"op", site.op},
+                     {"problem", site.problem},
+                     {"dtype", site.dtype},
+                     {"label", site.label}});
   return {{"model", p.model.spec},
           {"device", p.device_name},
           {"time_kind", p.time_kind},
@@ -46,7 +64,23 @@ nlohmann::json ranking_json(const Profile& p, const Ranking& ranking, const Ceil
           {"ceilings", ceilings},
           {"entries", entries},
           {"covered_share", ranking.covered_share},
+          {"unknown_share", unknown_share(ranking)},
+          {"sites", sites},
+          {"notes", p.notes},
           {"projected_speedup", ranking.projected_all}};
+}
+
+// What the graph matching found, grouped: "rmsnorm x5 (rmsnorm written out)".
+void print_sites(const Profile& p) {
+  std::map<std::pair<std::string, std::string>, int> counts;
+  for (const auto& site : p.sites) ++counts[{site.op, site.label}];
+  std::cout << "operators found in the traced graph:";
+  if (counts.empty()) std::cout << " none";
+  for (const auto& [key, n] : counts)
+    std::cout << "\n  " << key.first << " x" << n << " (" << key.second << ")";
+  std::cout << "\n";
+  for (const auto& note : p.notes) std::cout << "note: " << note << "\n";
+  std::cout << "\n";
 }
 
 void print_ranking(const Profile& p, const Ranking& ranking, size_t max_rows) {
@@ -54,14 +88,12 @@ void print_ranking(const Profile& p, const Ranking& ranking, size_t max_rows) {
             << ", " << p.model.dtype << ") on " << p.device_name << ": " << microseconds(p.total_us)
             << " µs of " << p.time_kind << " per forward pass (wall " << microseconds(p.wall_us)
             << " µs)\n\n";
+  print_sites(p);
   std::vector<std::vector<std::string>> rows = {{"#", "operator", "problem", "dtype", "calls", "µs", "share",
                                                  "bound", "roofline µs", "headroom",
                                                  "end-to-end if at roofline"}};
-  double unknown_share = 0;
-  for (size_t i = 0; i < ranking.entries.size(); ++i) {
+  for (size_t i = 0; i < ranking.entries.size() && i < max_rows; ++i) {
     const RankedEntry& r = ranking.entries[i];
-    if (!r.op) unknown_share += r.share;
-    if (i >= max_rows) continue;
     rows.push_back({std::to_string(i + 1), entry_label(r), r.problem, r.entry.dtype,
                     r.entry.op ? fixed(r.entry.calls, 0) : "", microseconds(r.entry.us),
                     fixed(100 * r.share, 1, "%"), r.op ? r.bound : "",
@@ -72,7 +104,8 @@ void print_ranking(const Profile& p, const Ranking& ranking, size_t max_rows) {
   if (ranking.entries.size() > max_rows)
     std::cout << "(" << ranking.entries.size() - max_rows
               << " more entries; --rows to see them, --json for all)\n";
-  std::cout << "\nunknown ops: " << fixed(100 * unknown_share, 1, "%") << " of the time\n"
+  std::cout << "\nunknown (no operator of ours): " << fixed(100 * unknown_share(ranking), 1, "%")
+            << " of the time\n"
             << "Amdahl: our operators are " << fixed(100 * ranking.covered_share, 1, "%")
             << " of the time; at their rooflines the model would run " << fixed(ranking.projected_all, 2, "x")
             << " faster end to end\n";
@@ -96,6 +129,12 @@ int run_profile(const ProfileOptions& o) {
   run_bridge(args, std::chrono::seconds(o.timeout_s));
 
   const Profile profile = read_profile(o.workspace);
+  if (!o.ship.empty()) {  // bench/gpu_bridge.sh: a profile to keep in the repository
+    std::filesystem::create_directories(o.ship);
+    auto document = nlohmann::json::parse(read_text_file(std::filesystem::path(o.workspace) / kProfileFile));
+    document.erase("trace");  // the trace stays in the workspace
+    write_file_atomically(std::filesystem::path(o.ship) / shipped_name(profile), document.dump(1) + "\n");
+  }
   auto runtime = make_runtime(profile.backend());
   const Ceilings ceilings = device_ceilings(*runtime);
   const Ranking ranking = rank_profile(profile, ceilings);
@@ -131,6 +170,9 @@ Command profile_command() {
             app.add_option("--rows", o->rows, "rows of the table")->check(CLI::PositiveNumber);
             app.add_option("--timeout", o->timeout_s, "seconds the model may take in all")
                 ->check(CLI::PositiveNumber);
+            app.add_option("--ship", o->ship,
+                           "also write the profile into this directory under its shipped name "
+                           "(python/autokernel/profiles/ is where extract --model finds them)");
             app.add_flag("--json", o->json, "print the ranking as JSON");
             return [o] { return run_profile(*o); };
           }};

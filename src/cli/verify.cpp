@@ -1,7 +1,9 @@
-// `autokernel verify`: the model of the workspace's profile with every kernel of its plan plugged
-// in (as it stands: after `optimize`, the kept versions and configurations), compared with
-// PyTorch eager output by output and timed against eager and torch.compile by the bridge
-// (python/autokernel/verify.py). Prints the table; a mismatch is a non-zero exit.
+// `autokernel verify`: the model of the workspace's profile, as a user runs it — eager and under
+// torch.compile in each mode — by itself and with the plan's kernels applied (autokernel.apply),
+// each kernel plugged in only where it makes the whole model faster in the mode the plugging is
+// decided in (python/autokernel/verify.py, decide.py). Outputs are compared with eager; a
+// mismatch is a non-zero exit. Writes kernels.json (the built kernels, for apply and export) and
+// verify.json, and prints one table: PyTorch and ours per mode, and the ratios.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -14,17 +16,20 @@
 #include "core/paths.h"
 #include "core/python.h"
 #include "loop/run_state.h"
-#include "profile/plan_modules.h"
+#include "profile/kernel_manifest.h"
 #include "profile/profile_doc.h"
 
 namespace ak::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 struct VerifyOptions {
-  std::string workspace = "workspace", compile_mode = "max-autotune-no-cudagraphs", plug = "faster";
+  std::string workspace = "workspace", compile_modes = "default,max-autotune-no-cudagraphs,reduce-overhead";
+  std::string mode = "auto", plug = "passed";
   int iterations = 20, timeout_s = 3600;
+  double budget_s = 0;
   bool json = false;
 };
 
@@ -34,68 +39,75 @@ std::string scientific(double value) {
   return out.str();
 }
 
-std::string ratio(const nlohmann::json& base, double ours) {
-  return base.is_number() && ours > 0 ? fixed(base.get<double>() / ours, 2, "x") : "-";
+std::string us_or_dash(const json& value) {
+  return value.is_number() ? microseconds(value.get<double>()) + " µs" : "-";
 }
 
-// The outputs of the plugged-in run, then those of its CUDA graph's replay (named so), if any.
-nlohmann::json compared_outputs(const nlohmann::json& v) {
-  nlohmann::json all = v["outputs"];
-  if (v.contains("graph_outputs") && v["graph_outputs"].is_array())
-    for (auto o : v["graph_outputs"]) {
-      o["name"] = o["name"].get<std::string>() + " (graph replay)";
-      all.push_back(o);
-    }
-  return all;
+std::string ratio(const json& base, const json& ours) {
+  return base.is_number() && ours.is_number() && ours.get<double>() > 0
+             ? fixed(base.get<double>() / ours.get<double>(), 2, "x")
+             : "-";
 }
 
-void print_verify(const nlohmann::json& v) {
-  std::cout << "verify " << v["model"]["spec"].get<std::string>() << " (input "
-            << v["model"]["input_shape"].dump() << ", " << v["model"]["dtype"].get<std::string>() << ") on "
-            << v["device"]["name"].get<std::string>() << "\n\n";
+void print_outputs(const json& v) {
   std::vector<std::vector<std::string>> rows = {{"output", "shape", "relative error", "tolerance", ""}};
-  for (const auto& o : compared_outputs(v))
-    rows.push_back({o["name"], o.value("shape", nlohmann::json::array()).dump(),
+  for (const auto& o : v["outputs"])
+    rows.push_back({o["name"], o.value("shape", json::array()).dump(),
                     o.contains("relative_error") ? scientific(o["relative_error"].get<double>()) : "-",
                     o.contains("tolerance") ? scientific(o["tolerance"].get<double>()) : "-",
                     o["ok"].get<bool>() ? "ok" : "MISMATCH " + o.value("reason", std::string())});
-  print_table(std::cout, rows, {false, false, true, true, false});
-  std::cout << "\n";
-  rows = {{"kernel", "op", "problem", "dtype", "plugged in", "calls", "why"}};
-  for (const auto& k : v["kernels"])
-    rows.push_back({k["name"], k["op"], k["shape"], k["dtype"], k.value("use", true) ? "yes" : "no",
-                    std::to_string(k["calls"].get<int>()), k.value("why", std::string())});
-  print_table(std::cout, rows, {false, false, false, false, false, true, false});
-  for (const auto& f : v["fallbacks"])
-    std::cout << "fallback to torch: " << f["op"].get<std::string>() << " x" << f["calls"].get<int>() << " ("
-              << f["reason"].get<std::string>() << ")\n";
-  const auto& t = v["timing"];
-  const auto us = [&](const char* key) {
-    return t.contains(key) && t[key].is_number() ? microseconds(t[key].get<double>()) + " µs"
-                                                 : std::string("-");
-  };
-  std::cout << "\ntime per forward pass (" << t["method"].get<std::string>() << " of " << t["iterations"]
-            << "):\n";
-  rows = {{"", "eager", "torch.compile", "ours"},
-          {"as run", us("eager_us"), us("compile_us"), us("ours_us")},
-          {"CUDA graph replay", us("eager_graph_us"), "", us("ours_graph_us")}};
-  print_table(std::cout, rows, {false, true, true, true});
-  std::cout << "torch.compile: " << t["compile_note"].get<std::string>() << "\n";
-  for (const char* note : {"eager_graph_note", "ours_graph_note"})
-    if (t.contains(note)) std::cout << note << ": " << t[note].get<std::string>() << "\n";
-  const double ours = t["ours_us"].get<double>();
-  std::cout << "speedup as run: " << ratio(t["eager_us"], ours) << " over eager, "
-            << ratio(t["compile_us"], ours) << " over torch.compile\n";
-  if (t.contains("ours_graph_us")) {
-    const double graphed = t["ours_graph_us"].get<double>();
-    std::cout << "speedup replayed: " << ratio(t["eager_us"], graphed) << " over eager, "
-              << ratio(t.value("eager_graph_us", nlohmann::json()), graphed) << " over eager replayed, "
-              << ratio(t["compile_us"], graphed) << " over torch.compile\n";
-  }
+  if (rows.size() > 1)
+    print_table(std::cout, rows, {false, false, true, true, false});
+  else
+    std::cout << "(no kernel was plugged in: nothing to compare)\n";
 }
 
-std::string first_mismatch(const nlohmann::json& v) {
-  for (const auto& o : compared_outputs(v)) {
+void print_kernels(const json& v) {
+  const std::string decide = v["decide_mode"];
+  std::vector<std::string> header = {"kernel", "op", "problem", "dtype", "eager"};
+  if (decide != "eager") header.push_back(decide);
+  header.push_back("why");
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const auto& k : v["kernels"]) {
+    const auto& d = k["decisions"];
+    const auto in = [&](const std::string& mode) {
+      return d.contains(mode) ? (d[mode]["in"].get<bool>() ? "in" : "out") : (k["candidate"] ? "-" : "no");
+    };
+    const std::string why = d.contains(decide) ? d[decide]["why"].get<std::string>() : k.value("why", "");
+    rows.push_back({k["name"], k["op"], k["problem"], k["dtype"], in("eager")});
+    if (decide != "eager") rows.back().push_back(in(decide));
+    rows.back().push_back(why);
+  }
+  print_table(std::cout, rows, std::vector<bool>(header.size(), false));
+  for (const auto& f : v["fallbacks"])
+    std::cout << "fallback to PyTorch: " << f["op"].get<std::string>() << " x" << f["calls"].get<int>()
+              << " (" << f["reason"].get<std::string>() << ")\n";
+}
+
+void print_timing(const json& v) {
+  const auto& t = v["timing"];
+  std::cout << "\ntime per forward pass (" << t["method"].get<std::string>() << ", median of "
+            << t["iterations"] << "):\n";
+  std::vector<std::vector<std::string>> rows = {{"", "PyTorch", "ours", "speedup", "kernels in", "note"}};
+  for (const auto& r : t["rows"]) {
+    const std::string mode = r["mode"];
+    rows.push_back({mode == "eager" ? "eager" : "torch.compile " + mode, us_or_dash(r["torch_us"]),
+                    us_or_dash(r["ours_us"]), ratio(r["torch_us"], r["ours_us"]),
+                    std::to_string(r["kernels"].size()), r.value("note", "")});
+  }
+  const auto& replay = t["replay"];
+  if (replay.contains("eager_us"))
+    rows.push_back({"CUDA graph replay (eager)", us_or_dash(replay["eager_us"]),
+                    us_or_dash(replay.value("ours_us", json())),
+                    ratio(replay["eager_us"], replay.value("ours_us", json())),
+                    std::to_string(replay["kernels"].size()), replay.value("ours_note", "")});
+  print_table(std::cout, rows, {false, true, true, true, true, false});
+  std::cout << "plugging decided by timing the whole model in mode " << v["decide_mode"].get<std::string>()
+            << "; verify took " << duration(v["elapsed_s"].get<double>()) << "\n";
+}
+
+std::string first_mismatch(const json& v) {
+  for (const auto& o : v["outputs"]) {
     if (o["ok"].get<bool>()) continue;
     if (o.contains("relative_error"))
       return o["name"].get<std::string>() + " relative error " +
@@ -105,29 +117,28 @@ std::string first_mismatch(const nlohmann::json& v) {
   return "outputs differ";
 }
 
-// PyTorch's own time per call of a kernel's problem, from the profile (0 when it has none).
-double torch_us_per_call(const Profile& profile, const PlanKernel& m) {
-  for (const auto& e : profile.entries)
-    if (e.op == m.op && e.dtype == m.dtype && e.calls > 0 && parse_problem(e.problem).to_string() == m.shape)
-      return e.us / e.calls;
-  return 0;
-}
-
-// Whether verify plugs a kernel in, and why. Without a run, every extracted kernel (the check of
-// the model's outputs is the point). After a run, only a kernel that passed the harness and beat
-// PyTorch's own time for its problem: a kernel that would slow the model down stays out.
-std::pair<bool, std::string> plug_decision(const PlanKernel& m, const Profile& profile,
-                                           const std::optional<RunState>& run, bool all) {
-  if (all) return {true, "--plug all"};
-  if (!run) return {true, "no optimization run: the extracted kernel as it is"};
+// Whether a kernel is a candidate for plugging in, and the problems it was checked on. Without a
+// run, every extracted kernel as it is, on the model's own problem (its outputs are checked here);
+// after one, only kernels with a version that passed the harness, on the harness's problems.
+ManifestEntry candidacy(const PlanModule& m, const std::optional<RunState>& run, bool all) {
+  ManifestEntry e{m, true, "", 0, {{m.kernel.shape, m.kernel.dtype}}};
+  if (!run) {
+    e.why = all ? "--plug all" : "no optimization run: the extracted kernel as it is";
+    return e;
+  }
   const auto k = std::find_if(run->kernels.begin(), run->kernels.end(),
-                              [&](const KernelState& s) { return s.name == m.name; });
-  if (k == run->kernels.end() || k->experiments == 0) return {false, "not reached within the run's budget"};
-  if (k->best_us <= 0) return {false, "no version passed the harness in the run"};
-  const double theirs = torch_us_per_call(profile, m);
-  const std::string times = microseconds(k->best_us) + " µs vs PyTorch's " + microseconds(theirs) + " µs";
-  if (theirs > 0 && k->best_us >= theirs) return {false, "slower: " + times};
-  return {true, theirs > 0 ? times : "passed the harness"};
+                              [&](const KernelState& s) { return s.name == m.kernel.name; });
+  if (k != run->kernels.end() && k->best_us > 0) {
+    e.best_us = k->best_us;
+    e.checked = harness_problems(m.kernel);
+    e.why = "passed the harness (" + microseconds(k->best_us) + " µs per call)";
+    return e;
+  }
+  e.use = all;
+  e.why = k == run->kernels.end() || k->experiments == 0 ? "not reached within the run's budget"
+                                                         : "no version passed the harness in the run";
+  if (all) e.why = "--plug all (" + e.why + ")";
+  return e;
 }
 
 int run_verify(const VerifyOptions& o) {
@@ -136,34 +147,37 @@ int run_verify(const VerifyOptions& o) {
   const Plan plan = read_plan(ws);
   const std::optional<RunState> run =
       fs::exists(ws / kRunStateFile) ? std::optional(load_run_state(ws)) : std::nullopt;
-  const Backend backend = profile.backend();
-  std::string arch;
-  if (backend == Backend::Cuda) arch = make_runtime(backend)->info().arch;  // released before the bridge runs
+  const BuildInfo built = build_info(profile.backend());
   std::cerr << "autokernel: building the " << plan.kernels.size() << " kernels of the plan...\n";
-  nlohmann::json modules = nlohmann::json::array();
-  for (const PlanModule& m : build_plan_modules(ws, plan, backend, arch)) {
-    const auto [use, why] = plug_decision(m.kernel, profile, run, o.plug == "all");
-    modules.push_back({{"name", m.kernel.name},
-                       {"op", m.kernel.op},
-                       {"shape", m.kernel.shape},
-                       {"dtype", m.kernel.dtype},
-                       {"config", m.config},
-                       {"module", fs::absolute(m.module).string()},
-                       {"use", use},
-                       {"why", why}});
-  }
-  fs::create_directories(ws / "verify");
-  write_file_atomically(ws / "verify" / "modules.json", modules.dump(1) + "\n");
+  std::vector<ManifestEntry> entries;
+  for (const PlanModule& m : build_plan_modules(ws, plan, profile.backend(), built.arch))
+    entries.push_back(candidacy(m, run, o.plug == "all"));
+  const json manifest = kernel_manifest(
+      built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
+  write_file_atomically(ws / kManifestFile, manifest.dump(1) + "\n");
   const fs::path out = ws / "verify.json";
-  run_bridge({"verify", "--workspace", ws.string(), "--modules", (ws / "verify" / "modules.json").string(),
-              "--json-out", out.string(), "--device", profile.device_type, "--compile-mode", o.compile_mode,
-              "--iterations", std::to_string(o.iterations)},
-             std::chrono::seconds(o.timeout_s));
-  const auto v = nlohmann::json::parse(read_text_file(out));
-  if (o.json)
+  std::ostringstream budget;
+  budget << o.budget_s;
+  std::vector<std::string> args = {
+      "verify",        "--workspace", ws.string(), "--kernels",         (ws / kManifestFile).string(),
+      "--json-out",    out.string(),  "--device",  profile.device_type, "--compile-modes",
+      o.compile_modes, "--mode",      o.mode,      "--iterations",      std::to_string(o.iterations),
+      "--budget",      budget.str()};
+  if (o.plug == "all") args.push_back("--no-decide");
+  fs::remove(out);
+  run_bridge(args, std::chrono::seconds(o.timeout_s));
+  const auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
+  if (o.json) {
     std::cout << v.dump(2) << "\n";
-  else
-    print_verify(v);
+  } else {
+    std::cout << "verify " << v["model"]["spec"].get<std::string>() << " (input "
+              << v["model"]["input_shape"].dump() << ", " << v["model"]["dtype"].get<std::string>() << ") on "
+              << v["device"]["name"].get<std::string>() << "\n\n";
+    print_outputs(v);
+    std::cout << "\n";
+    print_kernels(v);
+    print_timing(v);
+  }
   if (!v["passed"].get<bool>())
     throw Error(ErrorKind::Validation,
                 "verify: the model's outputs with our kernels differ from eager: " + first_mismatch(v));
@@ -173,26 +187,35 @@ int run_verify(const VerifyOptions& o) {
 }  // namespace
 
 Command verify_command() {
-  return {"verify",
-          "run the model with every optimized kernel plugged in: same outputs as eager, and the end-to-end "
-          "speedup",
-          [](CLI::App& app) -> Run {
-            auto o = std::make_shared<VerifyOptions>();
-            app.add_option("--workspace", o->workspace, "holds profile.json and plan.json (and the run)")
-                ->capture_default_str();
-            app.add_option("--compile-mode", o->compile_mode, "torch.compile mode to compare with, or none")
-                ->capture_default_str();
-            app.add_option("--plug", o->plug,
-                           "faster: after a run, only kernels that passed and beat PyTorch's own time "
-                           "(default); all: every kernel of the plan")
-                ->check(CLI::IsMember({"faster", "all"}));
-            app.add_option("--iterations", o->iterations, "timed forward passes of each kind")
-                ->check(CLI::PositiveNumber);
-            app.add_option("--timeout", o->timeout_s, "seconds the bridge may take in all")
-                ->check(CLI::PositiveNumber);
-            app.add_flag("--json", o->json, "print verify.json instead of the table");
-            return [o] { return run_verify(*o); };
-          }};
+  return {
+      "verify",
+      "time the model as a user runs it (eager, torch.compile per mode) with and without our kernels; "
+      "plug each in where it wins; outputs checked against eager",
+      [](CLI::App& app) -> Run {
+        auto o = std::make_shared<VerifyOptions>();
+        app.add_option("--workspace", o->workspace, "holds profile.json and plan.json (and the run)")
+            ->capture_default_str();
+        app.add_option("--compile-modes", o->compile_modes,
+                       "torch.compile modes to time (comma-separated), or none")
+            ->capture_default_str();
+        app.add_option("--mode", o->mode,
+                       "the mode you run the model in, where plugging is decided: eager or a compile mode "
+                       "(auto: default on a GPU, eager on the CPU)")
+            ->capture_default_str();
+        app.add_option("--plug", o->plug,
+                       "passed: the kernels that passed the harness in the run (without a run: all) are "
+                       "candidates, each plugged in where it makes the model faster (default); all: every "
+                       "kernel of the plan plugged in, no timing decision (to check outputs)")
+            ->check(CLI::IsMember({"passed", "all"}));
+        app.add_option("--iterations", o->iterations, "timed forward passes of each kind")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--budget", o->budget_s, "seconds: no new measurement starts after this (0: none)")
+            ->check(CLI::NonNegativeNumber);
+        app.add_option("--timeout", o->timeout_s, "seconds the bridge may take in all")
+            ->check(CLI::PositiveNumber);
+        app.add_flag("--json", o->json, "print verify.json instead of the table");
+        return [o] { return run_verify(*o); };
+      }};
 }
 
 }  // namespace ak::cli

@@ -64,7 +64,11 @@ void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeo
   ProcessOptions options;
   options.timeout = timeout;
   // The CLI loads its own kernels eagerly (main.cpp); PyTorch would load all of its own the same way.
-  options.env = {{"PYTHONPATH", path}, {"PYTHONUNBUFFERED", "1"}, {"CUDA_MODULE_LOADING", "LAZY"}};
+  // The profiler's own library (Kineto) logs every start and stop on stderr unless told not to.
+  options.env = {{"PYTHONPATH", path},
+                 {"PYTHONUNBUFFERED", "1"},
+                 {"CUDA_MODULE_LOADING", "LAZY"},
+                 {"KINETO_LOG_LEVEL", "5"}};
   options.on_line = [](std::string_view line) { std::cerr << line << std::endl; };
   std::vector<std::string> argv = {*python, "-m", "autokernel"};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -38,6 +38,10 @@ Profile read_profile(const std::filesystem::path& workspace) {
   const auto path = workspace / kProfileFile;
   if (!std::filesystem::exists(path))
     throw Error(ErrorKind::Usage, "no " + path.string() + ": run `autokernel profile --model ...` first");
+  return read_profile_file(path);
+}
+
+Profile read_profile_file(const std::filesystem::path& path) {
   try {
     const auto j = nlohmann::json::parse(read_text_file(path));
     Profile p;
@@ -50,6 +54,12 @@ Profile read_profile(const std::filesystem::path& workspace) {
     p.total_us = j.at("total_us").get<double>();
     p.wall_us = j.value("wall_us", 0.0);
     for (const auto& e : j.at("entries")) p.entries.push_back(entry_of(e));
+    for (const auto& s : j.value("sites", nlohmann::json::array()))
+      p.sites.push_back({s.value("path", std::string()), s.at("op").get<std::string>(),
+                         s.at("problem").get<std::string>(), s.at("dtype").get<std::string>(),
+                         s.value("label", std::string())});
+    p.notes = j.value("notes", std::vector<std::string>());
+    p.shipped_from = j.value("shipped_from", std::string());
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::Usage, path.string() + " is not a profile: " + e.what());

@@ -21,6 +21,13 @@ struct ProfileEntry {
   double calls = 0;               // calls per forward pass
 };
 
+// Where the bridge found one of our operators in the model's traced graph.
+struct ProfileSite {
+  std::string path;  // the traced module ("" for the whole model)
+  std::string op, problem, dtype;
+  std::string label;  // the spelling found: "rmsnorm written out", "rotary (rotate-half)", ...
+};
+
 struct ProfiledModel {
   std::string spec;  // "llama" or "path/to/file.py:Class"
   std::vector<int64_t> input_shape;
@@ -36,6 +43,9 @@ struct Profile {
   double total_us = 0;    // the entries' sum
   double wall_us = 0;     // one forward pass, end to end
   std::vector<ProfileEntry> entries;
+  std::vector<ProfileSite> sites;  // the operators found in the graph
+  std::vector<std::string> notes;  // what did not trace, or was recognised with no operator of ours
+  std::string shipped_from;        // a shipped profile's file, "" for one measured here
 
   Backend backend() const { return device_type == "cuda" ? Backend::Cuda : Backend::Host; }
   // A name for branches and plans: the shipped model's name, or the user's class name.
@@ -46,5 +56,8 @@ inline constexpr const char* kProfileFile = "profile.json";
 
 // Throws Error(Usage) when there is no profile in the workspace or it is not one.
 Profile read_profile(const std::filesystem::path& workspace);
+
+// A profile document by its path (a shipped one). Throws Error(Usage) when it is not one.
+Profile read_profile_file(const std::filesystem::path& file);
 
 }  // namespace ak

@@ -1,0 +1,140 @@
+"""Which kernels to plug in, decided by timing the whole model as the user runs it.
+
+A custom op is opaque to torch.compile's Inductor and can break its fusions, so a kernel that is
+faster alone can make the compiled model slower; and in eager mode a kernel that saves less than
+its call costs makes the model slower. So each kernel is judged by the model's own time in the
+user's mode: the model with every candidate, then without each one in turn. A kernel whose
+removal does not slow the model down is left out, with the two times as the reason; if the kept
+set together is not faster than PyTorch alone, none is plugged in.
+"""
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+from .runtime import apply as applying
+from .runtime.kernel_table import TABLE
+from .timing import forward_in_mode, median_us, reset_compiled
+
+# A variant must be this much faster to count: the medians of two runs of the same model differ
+# by about 1% on a busy machine.
+MARGIN = 0.01
+
+
+@dataclass
+class Measurement:
+    mode: str
+    kernels: tuple
+    us: Optional[float] = None
+    compile_s: float = 0.0
+    output: object = None
+    note: str = ""
+    sites: list = field(default_factory=list)
+    calls: dict = field(default_factory=dict)
+    fallbacks: dict = field(default_factory=dict)
+
+
+def _clone(output):
+    if isinstance(output, torch.Tensor):
+        return output.detach().clone()
+    if isinstance(output, dict):
+        return {k: _clone(v) for k, v in output.items()}
+    if isinstance(output, (tuple, list)):
+        return type(output)(_clone(v) for v in output) if not hasattr(output, "_fields") else output
+    if hasattr(output, "to_tuple"):  # a Hugging Face ModelOutput
+        return tuple(_clone(v) for v in output.to_tuple())
+    return output
+
+
+class Bench:
+    """Measures variants of one loaded model: PyTorch alone, or with some kernels applied."""
+
+    def __init__(self, loaded, settings, progress):
+        self.loaded, self.settings, self.progress = loaded, settings, progress
+        self.started = time.perf_counter()
+        self.compile_s = {}  # mode -> seconds its last compilation took
+        self.checked = []  # measurements whose outputs verify compares with eager's
+
+    def elapsed(self):
+        return time.perf_counter() - self.started
+
+    def estimate(self, mode):
+        """Seconds one more measurement in `mode` will take (its compilation and its runs)."""
+        return self.compile_s.get(mode, 0.0) + 2.0
+
+    def affordable(self, mode):
+        budget = self.settings.budget_s
+        return budget <= 0 or self.elapsed() + self.estimate(mode) <= budget
+
+    def measure(self, mode, kernels=()):
+        m = Measurement(mode, tuple(kernels))
+        model, inputs = self.loaded.model, self.loaded.inputs
+        applying.restore(model)
+        reset_compiled()
+        if kernels:
+            applying.apply(model, inputs, kernels=kernels)
+            report = applying.report(model)
+            m.sites = report.sites if report else []
+        label = f"{mode}, {'PyTorch alone' if not kernels else f'{len(kernels)} kernels'}"
+        self.progress(f"timing {label}" + (" (compiling first)" if mode != "eager" else ""))
+        try:
+            forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
+            if mode != "eager":
+                self.compile_s[mode] = m.compile_s
+            m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
+            TABLE.reset_counts()
+            m.output = _clone(forward())
+            m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)
+        except Exception as e:  # a compile failure or graph break is a note in the table
+            m.note = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+            self.progress(f"{label}: failed: {m.note}")
+        finally:
+            applying.restore(model)
+        return m
+
+
+def decide(bench, mode, candidates, base):
+    """(kernels in, {kernel: (in?, why)}, the measurement with the kernels in) for one mode."""
+    why = {}
+    if not candidates:
+        return [], why, base
+    every = bench.measure(mode, candidates)
+    served = {site.kernel for site in every.sites}
+    for name in candidates:
+        if name not in served:
+            why[name] = (False, "no call of the model has the problem it was checked for")
+    candidates = [name for name in candidates if name in served]
+    bench.checked.append(every)  # every candidate at work: its outputs are compared with eager's
+    if not candidates:
+        return [], why, base
+    if not bench.settings.decide:
+        for name in candidates:
+            why[name] = (True, "plugged in without deciding (--plug all)")
+        return candidates, why, every
+    if every.us is None or base.us is None:
+        for name in candidates:
+            why[name] = (False, f"not timed in {mode}: {every.note or base.note}")
+        return [], why, every
+    kept = list(candidates)
+    if len(candidates) > 1:
+        for name in candidates:
+            if not bench.affordable(mode):
+                why[name] = (True, "kept untested: the budget ran out")
+                continue
+            without = bench.measure(mode, [k for k in candidates if k != name])
+            if without.us is None:
+                why[name] = (True, f"kept: without it, {without.note}")
+            elif without.us > every.us * (1 + MARGIN):
+                why[name] = (True, f"the model takes {every.us:.0f} µs with it, {without.us:.0f} µs without")
+            else:
+                kept.remove(name)
+                why[name] = (False, f"the model takes {without.us:.0f} µs without it, {every.us:.0f} µs with it")
+    final = every if kept == list(candidates) else (bench.measure(mode, kept) if kept else base)
+    if kept and (final.us is None or final.us >= base.us * (1 - MARGIN)):
+        for name in kept:
+            why[name] = (False, f"together {final.us or 0:.0f} µs, not faster than PyTorch's {base.us:.0f} µs")
+        return [], why, base
+    for name in candidates:
+        why.setdefault(name, (True, f"{final.us:.0f} µs with it alone vs PyTorch's {base.us:.0f} µs"))
+    return kept, why, final

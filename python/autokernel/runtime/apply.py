@@ -1,0 +1,150 @@
+"""apply(model): changes a model once, before it runs or is compiled, so that every place its
+forward computes one of our operators — for which a checked kernel exists — calls the custom op.
+
+The forward is traced (capture.py), the operators are matched in the graph (rewrite.py) and
+replaced by custom-op calls, and the module's forward becomes a small dispatcher: a call like the
+traced one runs the rewritten graph (plain PyTorch code: eager runs it, torch.compile traces it
+with fullgraph=True), any other call runs the module's own forward. Parameters are shared with
+the model, so an applied model trains and its optimizer steps are seen.
+"""
+import logging
+from dataclasses import dataclass, field
+
+import torch
+
+from . import NAMESPACE, custom_ops, manifest, rewrite
+from .capture import capture
+from .kernel_table import TABLE, device_arch
+from .graph import val
+
+log = logging.getLogger(NAMESPACE)
+_ATTRIBUTE = "_autokernel_applied"
+
+
+@dataclass
+class Site:
+    path: str  # the traced module ("" for the whole model)
+    op: str
+    problem: str
+    dtype: str
+    label: str
+    kernel: str  # the kernel that serves it, "" when none does (left to PyTorch)
+
+
+@dataclass
+class Report:
+    sites: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def plugged(self):
+        return [s for s in self.sites if s.kernel]
+
+    def __str__(self):
+        lines = [f"{len(self.plugged())} of {len(self.sites)} operator sites run our kernels"]
+        for s in self.sites:
+            where = f"{s.path}: " if s.path else ""
+            served = f"kernel {s.kernel}" if s.kernel else "no kernel: PyTorch"
+            lines.append(f"  {where}{s.op} {s.problem} {s.dtype} ({s.label}) -> {served}")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _serving(m, allowed):
+    value = val(m.output)
+    device = value.device if value is not None else torch.device("cpu")
+    kernel = TABLE.find(m.op, m.problem, m.dtype_name, device_arch(device))
+    if kernel is None or (allowed is not None and kernel.name not in allowed):
+        return None
+    return kernel
+
+
+class _Dispatch:
+    """A module's forward after apply: the rewritten graph for the traced call, else the original."""
+
+    def __init__(self, module, captures, original):
+        self.module, self.captures, self.original = module, captures, original
+
+    def __call__(self, *args, **kwargs):
+        for c in self.captures:
+            if c.accepts(args, kwargs, self.module.training):
+                return c.graph(*args, **kwargs)
+        return self.original(*args, **kwargs)
+
+
+def _rewrite(captures, ops, allowed, report):
+    changed = []
+    for c in captures:
+        found, notes = rewrite.find_all(c.graph)
+        report.notes.extend(f"{c.path or type(c.module).__name__}: {n}" for n in notes)
+        for m in rewrite.choose(found):
+            report.sites.append(Site(c.path, m.op, m.problem, m.dtype_name, m.label, ""))
+        chosen = rewrite.choose(found, lambda m: (ops is None or m.op in ops) and _serving(m, allowed))
+        if not chosen:
+            continue
+        served = {m.key: _serving(m, allowed).name for m in chosen}
+        for site in report.sites:
+            if site.path == c.path and (site.op, site.problem, site.dtype) in served:
+                site.kernel = served[(site.op, site.problem, site.dtype)]
+        rewrite.replace(c.graph, chosen)
+        changed.append(c)
+    return changed
+
+
+def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kernels=None, ops=None,
+          progress=lambda line: None):
+    """Rewrites `model` in place to run our kernels and returns it; `autokernel.report(model)`
+    says what was found and what runs where.
+
+    example_inputs: the positional arguments of a call like the ones the model will run (a tensor
+    or a tuple); the model is traced on them. workspace: a run's workspace or an export, whose
+    kernels.json names the kernels (loaded unless already registered). kernels: names of the
+    kernels to use (default: all registered). ops: operators to use (default: all nine).
+    """
+    if not example_inputs and not example_kwargs:
+        raise ValueError("apply needs example inputs: the model is traced on a call like the ones it will run")
+    custom_ops.define()
+    if workspace is not None:
+        manifest.load(workspace)
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    restore(model)
+    report = Report()
+    captures, notes = capture(model, tuple(example_inputs), dict(example_kwargs or {}), progress)
+    report.notes.extend(notes)
+    allowed = set(kernels) if kernels is not None else None
+    changed = _rewrite(captures, set(ops) if ops is not None else None, allowed, report)
+    install(model, changed, report)
+    if not report.sites:
+        log.warning("%s: no operator of ours found in %s; the model is unchanged", NAMESPACE, type(model).__name__)
+    elif not changed:
+        log.warning("%s: %d operator sites found in %s, none with a kernel checked for it; the model is "
+                    "unchanged", NAMESPACE, len(report.sites), type(model).__name__)
+    return model
+
+
+def install(model, captures, report):
+    """Makes each captured module run its (rewritten) graph for the calls it was traced for."""
+    by_module = {}
+    for c in captures:
+        by_module.setdefault(c.module, []).append(c)
+    for module, module_captures in by_module.items():
+        module.forward = _Dispatch(module, module_captures, module.forward)  # this instance only
+    object.__setattr__(model, _ATTRIBUTE, (report, list(by_module)))
+
+
+def report(model):
+    """What apply() found in the model and which kernel serves each site (None if not applied)."""
+    applied = getattr(model, _ATTRIBUTE, None)
+    return applied[0] if applied else None
+
+
+def restore(model):
+    """Undoes apply(): every changed module runs its own forward again."""
+    applied = getattr(model, _ATTRIBUTE, None)
+    if not applied:
+        return model
+    for module in applied[1]:
+        if isinstance(module.__dict__.get("forward"), _Dispatch):
+            del module.forward
+    object.__setattr__(model, _ATTRIBUTE, None)
+    return model

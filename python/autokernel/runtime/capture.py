@@ -1,0 +1,104 @@
+"""Tracing a model's forward pass into a graph of aten ops (torch.export, non-strict: the model's
+Python runs as it is, so any module or function structure traces). A model that does not trace
+whole (data-dependent control flow, an unsupported construct) is traced part by part: each child
+module with the inputs it received, recursively, and what still does not trace runs as it is.
+
+A graph is specialised to its example call: the shapes and dtypes of its tensors, its other
+arguments and the module's training flag. `Capture.accepts` says whether a call is one the graph
+was traced for; any other call runs the module's own forward.
+"""
+import contextlib
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import _pytree as pytree
+
+
+def _leaf_key(leaf):
+    if isinstance(leaf, torch.Tensor):
+        return ("tensor", tuple(leaf.shape), leaf.dtype, leaf.device)
+    return ("value", leaf if isinstance(leaf, (int, float, bool, str, type(None))) else id(leaf))
+
+
+def signature(args, kwargs):
+    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    return spec, tuple(_leaf_key(leaf) for leaf in leaves)
+
+
+@dataclass
+class Capture:
+    path: str  # the module's qualified name in the model ("" for the whole model)
+    module: torch.nn.Module
+    graph: torch.fx.GraphModule
+    training: bool
+    spec: object = field(repr=False)
+    leaves: tuple = field(repr=False)
+
+    def accepts(self, args, kwargs, training):
+        if training != self.training:
+            return False
+        spec, leaves = signature(args, kwargs)
+        return spec == self.spec and leaves == self.leaves
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def trace(module, args, kwargs, path=""):
+    """The module's forward on these inputs as a graph module (parameters shared, not copied)."""
+    with _quiet():
+        exported = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
+        graph = exported.module()
+    spec, leaves = signature(args, kwargs)
+    return Capture(path, module, graph, module.training, spec, leaves)
+
+
+def _first_inputs(model, args, kwargs):
+    """Every submodule's inputs at its first call in one forward pass."""
+    seen, handles = {}, []
+
+    def hook(module, module_args, module_kwargs):
+        seen.setdefault(module, (module_args, module_kwargs))
+
+    for module in model.modules():
+        if module is not model:
+            handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen
+
+
+def capture(model, args, kwargs, progress=lambda line: None):
+    """Graphs covering as much of the model as traces, and a note for each part that does not."""
+    try:
+        return [trace(model, args, kwargs)], []
+    except Exception as e:  # the whole model does not trace: try its parts
+        first_failure = f"{type(model).__name__}: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}"
+    progress(f"the whole model does not trace ({first_failure}); tracing its submodules")
+    inputs = _first_inputs(model, args, kwargs)
+    captures, notes = [], [f"not traced as a whole: {first_failure}"]
+
+    def visit(module, prefix):
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            if child not in inputs:
+                continue
+            child_args, child_kwargs = inputs[child]
+            try:
+                captures.append(trace(child, child_args, child_kwargs, path))
+            except Exception as e:
+                if not any(True for _ in child.children()):
+                    notes.append(f"{path} ({type(child).__name__}) runs as written: {type(e).__name__}")
+                visit(child, path)
+
+    visit(model, "")
+    return captures, notes

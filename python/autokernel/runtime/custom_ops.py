@@ -1,0 +1,95 @@
+"""The nine operators as torch.library custom ops, <namespace>::<op> (autokernel::rmsnorm...),
+defined once per process from the op table (ops.py) with:
+
+- an implementation that runs the kernel checked for the call's problem, dtype and architecture
+  (kernel_table.py), or PyTorch's own op for any other call;
+- a fake implementation (output shapes and dtypes only), so torch.compile and torch.export trace
+  through a call without running it: no graph break;
+- a backward in PyTorch ops (backward.py), so an applied model trains.
+"""
+import torch
+
+from . import NAMESPACE
+from .backward import BACKWARDS
+from .kernel_table import TABLE
+from .ops import OPS
+from .reference import REFERENCES
+
+_library = None
+
+
+def _single_or_tuple(outputs):
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _implementation(spec):
+    count, reference = len(spec.inputs), REFERENCES[spec.name]
+
+    def run(*args):
+        tensors, scalars = list(args[:count]), list(args[count:])
+        outputs = TABLE.run(spec, tensors, scalars)
+        if outputs is None:
+            outputs = reference(*tensors, *scalars)
+        return _single_or_tuple(outputs)
+
+    return run
+
+
+def _fake(spec):
+    count = len(spec.inputs)
+
+    def shapes_only(*args):
+        return _single_or_tuple(spec.allocate(list(args[:count])))
+
+    return shapes_only
+
+
+def _setup_context(spec):
+    count = len(spec.inputs)
+
+    def setup(ctx, inputs, output):
+        outputs = list(output) if isinstance(output, tuple) else [output]
+        ctx.scalars = list(inputs[count:])
+        ctx.counts = (count, len(outputs))
+        ctx.save_for_backward(*inputs[:count], *outputs)
+
+    return setup
+
+
+def _backward(spec):
+    formula = BACKWARDS[spec.name]
+
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors
+        count, _ = ctx.counts
+        tensors, outputs = list(saved[:count]), list(saved[count:])
+        input_grads = formula(tensors, ctx.scalars, outputs, list(grads))
+        # No gradient for an input that does not want one (targets, a frozen weight).
+        needs = ctx.needs_input_grad
+        input_grads = [g if needs[i] else None for i, g in enumerate(input_grads)]
+        return tuple(input_grads) + (None,) * len(ctx.scalars)
+
+    return backward
+
+
+def define():
+    """Defines <namespace>::<op> for the nine operators, once per process."""
+    global _library
+    if _library is not None:
+        return
+    library = torch.library.Library(NAMESPACE, "DEF")
+    for spec in OPS.values():
+        qualified = f"{NAMESPACE}::{spec.name}"
+        library.define(spec.schema())
+        for key in ("CPU", "CUDA"):
+            library.impl(spec.name, _implementation(spec), key)
+        torch.library.register_fake(qualified, _fake(spec), lib=library)
+        torch.library.register_autograd(qualified, _backward(spec), setup_context=_setup_context(spec),
+                                        lib=library)
+    _library = library
+
+
+def op(name):
+    """The OpOverload of one operator, e.g. op("rmsnorm")(x, weight, 1e-6)."""
+    define()
+    return getattr(getattr(torch.ops, NAMESPACE), name).default

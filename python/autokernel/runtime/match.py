@@ -1,0 +1,143 @@
+"""What a matcher finds, and the tools every matcher shares.
+
+A Match is one place where a traced forward computes one of our operators: the node whose value
+the operator gives (output), the nodes that replacing it removes (region), the operator's problem
+and dtype there, and how to emit the custom-op call that replaces the region. A composite
+spelling (an RMSNorm written as pow/mean/rsqrt, a rotary embedding, a SwiGLU MLP) is taken only
+after its region, run alone on a random probe, agrees with the operator's formula: names and
+shapes are never trusted, so a look-alike is left alone.
+"""
+import operator
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.fx as fx
+
+from .abi import DTYPE_NAMES
+from .custom_ops import op as custom_op
+from .graph import val
+from .ops import OPS
+
+aten = torch.ops.aten
+
+# How close a region's output on the probe must be to the formula's, per dtype (relative L2):
+# rounding differs between spellings, a different computation differs by order 1.
+PROBE_TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+@dataclass
+class Match:
+    op: str
+    label: str  # the spelling that was found, for the report
+    output: fx.Node
+    region: set
+    shapes: list  # the kernel's input shapes, ABI order
+    scalars: list
+    dtype: torch.dtype
+    emit: Callable = field(repr=False)  # (Emitter) -> the node that replaces output
+
+    @property
+    def problem(self):
+        return OPS[self.op].problem(self.shapes, self.scalars)
+
+    @property
+    def dtype_name(self):
+        return DTYPE_NAMES[self.dtype]
+
+    @property
+    def key(self):
+        return (self.op, self.problem, self.dtype_name)
+
+
+class Emitter:
+    """Inserts nodes into a graph module's graph just before the node being replaced."""
+
+    def __init__(self, gm, before, replaced=None):
+        self.gm = gm
+        self.graph = gm.graph
+        self.before = before
+        # Nodes earlier replacements took out, and what stands for them now: a match's emitter
+        # still names the nodes it saw (its input may be another match's output).
+        self.replaced = replaced if replaced is not None else {}
+
+    def _current(self, node):
+        while node in self.replaced:
+            node = self.replaced[node]
+        return node
+
+    def __call__(self, target, *args, **kwargs):
+        args, kwargs = fx.node.map_arg((args, kwargs), self._current)
+        with self.graph.inserting_before(self.before):
+            return self.graph.call_function(target, tuple(args), kwargs)
+
+    def op(self, name, tensors, scalars=()):
+        """The custom op's call; a list of its output nodes."""
+        node = self(custom_op(name), *tensors, *[float(s) for s in scalars])
+        if len(OPS[name].outputs) == 1:
+            return [node]
+        return [self(operator.getitem, node, i) for i in range(len(OPS[name].outputs))]
+
+    def contiguous(self, node):
+        return self(aten.contiguous.default, node)
+
+    def reshape(self, node, shape):
+        return self(aten.reshape.default, node, list(shape))
+
+    def rows(self, node, rows, width):
+        """node viewed as [rows, width], contiguous (the layout the kernels are checked on)."""
+        return self.contiguous(self.reshape(node, (rows, width)))
+
+    def cast(self, node, dtype):
+        return self(aten._to_copy.default, node, dtype=dtype)
+
+    def constant(self, tensor, name):
+        """A tensor computed once when the model was applied (a rotary table), held by the graph
+        module as a buffer that is not saved with the model."""
+        index = 0
+        while hasattr(self.gm, f"{name}_{index}"):
+            index += 1
+        self.gm.register_buffer(f"{name}_{index}", tensor, persistent=False)
+        with self.graph.inserting_before(self.before):
+            return self.graph.get_attr(f"{name}_{index}")
+
+
+def probe(node, offset=0.0, generator_seed=0):
+    """Random values of the node's shape, dtype and device."""
+    v = val(node)
+    generator = torch.Generator().manual_seed(generator_seed)
+    x = torch.randn(tuple(v.shape), generator=generator, dtype=torch.float32) + offset
+    return x.to(device=v.device, dtype=v.dtype)
+
+
+def close(got, expected):
+    """Relative L2 error within the tolerance of the coarser of the two dtypes."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return False
+    tolerance = max(PROBE_TOLERANCE.get(got.dtype, 1e-4), PROBE_TOLERANCE.get(expected.dtype, 1e-4))
+    got, expected = got.double(), expected.double()
+    if not bool(torch.isfinite(got).all()):
+        return False
+    error = (got - expected).norm() / expected.norm().clamp_min(1e-30)
+    return bool(error <= tolerance)
+
+
+def run_region(info, region, sources, output, probes):
+    """The region's output on the probes (for the sources) and the constant values of its other
+    inputs; None when another input depends on the model's inputs or the region fails to run."""
+    externals = info.externals(region, sources)
+    values = [info.constant(e) for e in externals]
+    if any(v is None for v in values):
+        return None
+    function = info.as_function(region, list(sources) + externals, output)
+    try:
+        with torch.no_grad():
+            return function(*probes, *values)
+    except Exception:  # a region that does not run alone is not taken
+        return None
+
+
+def agrees(info, region, sources, output, probes, expected):
+    """Whether the region, run alone on the probes, computes `expected`."""
+    got = run_region(info, region, sources, output, probes)
+    return got is not None and close(got, expected)

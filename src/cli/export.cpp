@@ -1,0 +1,147 @@
+// `autokernel export --out DIR [--format wheel|hf-kernels]`: a run's kept kernels as a package
+// the user installs into the environment of their model. The kernels that passed the harness are
+// built as they stand (kept file and configuration) for this device's architecture; the package
+// (written by python/autokernel/export.py) holds their modules, sources and configurations, the
+// problems each was checked on, and apply(model). verify's end-to-end decisions, when it ran,
+// say which are plugged in by default.
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "cli/command.h"
+#include "cli/print.h"
+#include "core/error.h"
+#include "core/paths.h"
+#include "core/python.h"
+#include "loop/run_state.h"
+#include "profile/kernel_manifest.h"
+#include "profile/profile_doc.h"
+
+namespace ak::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct ExportOptions {
+  std::string workspace = "workspace", out, format = "wheel", name;
+  int timeout_s = 600;
+  bool force = false, json = false;
+};
+
+// verify's decision per kernel in the mode it decided in: (plugged in, why).
+std::map<std::string, std::pair<bool, std::string>> verify_decisions(const fs::path& ws) {
+  std::map<std::string, std::pair<bool, std::string>> decisions;
+  if (!fs::exists(ws / "verify.json")) return decisions;
+  const json v = json::parse(read_text_file(ws / "verify.json"), nullptr, false);
+  if (v.is_discarded() || !v.contains("kernels")) return decisions;
+  const std::string mode = v.value("decide_mode", std::string("eager"));
+  for (const auto& k : v["kernels"])
+    if (k.contains("decisions") && k["decisions"].contains(mode))
+      decisions[k["name"]] = {k["decisions"][mode]["in"].get<bool>(),
+                              "verify, " + mode + ": " + k["decisions"][mode]["why"].get<std::string>()};
+  return decisions;
+}
+
+// The plan's kernels with a version that passed the harness in the run.
+Plan passed_kernels(const Plan& plan, const RunState& run, const fs::path& ws) {
+  Plan passed{plan.name, plan.shares_from_baselines, {}};
+  for (const PlanKernel& k : plan.kernels)
+    for (const KernelState& s : run.kernels)
+      if (s.name == k.name && s.best_us > 0) passed.kernels.push_back(k);
+  if (passed.kernels.empty())
+    throw Error(ErrorKind::Usage,
+                "no kernel of " + ws.string() + " passed the harness in its run: nothing to export");
+  return passed;
+}
+
+void prepare_out(const fs::path& out, bool force) {
+  if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out))) {
+    if (!force) throw Error(ErrorKind::Usage, out.string() + " exists: --force replaces it");
+    fs::remove_all(out);
+  }
+}
+
+std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, const RunState& run,
+                                      const BuildInfo& built) {
+  const auto decisions = verify_decisions(ws);
+  std::vector<ManifestEntry> entries;
+  for (const PlanModule& m : build_plan_modules(ws, passed, built.backend, built.arch)) {
+    ManifestEntry e{m, true, "", 0, harness_problems(m.kernel)};
+    for (const KernelState& s : run.kernels)
+      if (s.name == m.kernel.name) e.best_us = s.best_us;
+    e.why = "passed the harness (" + microseconds(e.best_us) + " µs per call); verify has not decided";
+    if (const auto d = decisions.find(m.kernel.name); d != decisions.end())
+      std::tie(e.use, e.why) = d->second;
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+int run_export(const ExportOptions& o) {
+  const fs::path ws = o.workspace, out = o.out;
+  const Profile profile = read_profile(ws);
+  const Plan plan = read_plan(ws);
+  if (!fs::exists(ws / kRunStateFile))
+    throw Error(ErrorKind::Usage,
+                "no optimization run in " + ws.string() +
+                    ": nothing to export (`autokernel optimize` or `autokernel run` first)");
+  const RunState run = load_run_state(ws);
+  const Plan passed = passed_kernels(plan, run, ws);
+  prepare_out(out, o.force);
+  const BuildInfo built = build_info(profile.backend());
+  std::cerr << "autokernel: building the " << passed.kernels.size() << " kernels that passed...\n";
+  json manifest = kernel_manifest(built, entries_of(ws, passed, run, built), [](const ManifestEntry& e) {
+    return fs::absolute(e.module.module).string();
+  });
+  manifest["model"] = profile.short_name();
+  fs::create_directories(ws / "export");
+  write_file_atomically(ws / "export" / kManifestFile, manifest.dump(1) + "\n");
+  const fs::path summary_file = ws / "export" / "export.json";
+  run_bridge({"export", "--manifest", (ws / "export" / kManifestFile).string(), "--workspace", ws.string(),
+              "--out", out.string(), "--name", o.name.empty() ? profile.short_name() : o.name, "--format",
+              o.format, "--json-out", summary_file.string()},
+             std::chrono::seconds(o.timeout_s));
+  const json summary = json::parse(read_text_file(summary_file));
+  if (o.json) {
+    std::cout << summary.dump(2) << "\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"kernel", "op", "problem", "dtype", "plugged in", "why"}};
+  for (const auto& k : summary["kernels"])
+    rows.push_back(
+        {k["name"], k["op"], k["problem"], k["dtype"], k["use"].get<bool>() ? "yes" : "no", k["why"]});
+  print_table(std::cout, rows, {false, false, false, false, false, false});
+  const std::string import = summary["import"];
+  std::cout << "\nexported " << summary["kernels"].size() << " kernels (" << built.arch << ") to "
+            << out.string() << " as " << o.format << "\n";
+  if (o.format == "wheel")
+    std::cout << "next: pip install " << out.string() << "; then in your script: import " << import << "; "
+              << import << ".apply(model, example_inputs)\n";
+  else
+    std::cout << "next: kernels.get_local_kernel(pathlib.Path(\"" << out.string() << "\"), backend=...)\n";
+  return 0;
+}
+
+}  // namespace
+
+Command export_command() {
+  return {"export", "package a run's kept kernels for pip (wheel) or the Hugging Face kernels loader",
+          [](CLI::App& app) -> Run {
+            auto o = std::make_shared<ExportOptions>();
+            app.add_option("--workspace", o->workspace, "the run's workspace")->capture_default_str();
+            app.add_option("--out", o->out, "directory of the package")->required();
+            app.add_option("--format", o->format,
+                           "wheel (pip install DIR) or hf-kernels (kernels.get_local_kernel)")
+                ->check(CLI::IsMember({"wheel", "hf-kernels"}))
+                ->capture_default_str();
+            app.add_option("--name", o->name, "the package's name (default: autokernel-<model>)");
+            app.add_flag("--force", o->force, "replace --out if it exists");
+            app.add_option("--timeout", o->timeout_s, "seconds the packaging may take")
+                ->check(CLI::PositiveNumber);
+            app.add_flag("--json", o->json, "print the export's summary as JSON");
+            return [o] { return run_export(*o); };
+          }};
+}
+
+}  // namespace ak::cli
