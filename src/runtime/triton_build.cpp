@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -140,6 +142,16 @@ class WorkDir {
   fs::path path_;
 };
 
+// Triton builds in flight in this process: tune and the loop build several candidates at once,
+// and each build's compiler forks workers of its own; together they share the machine's threads
+// (each worker holds an MLIR context of a few hundred MB).
+std::atomic<int> g_builds_in_flight{0};
+
+int compile_workers() {
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, threads / std::max(1, g_builds_in_flight.load()));
+}
+
 }  // namespace
 
 bool is_triton_source(const fs::path& source) {
@@ -158,6 +170,8 @@ std::vector<std::string> triton_compile_command(const BuildRequest& r, const fs:
                                 "--arch",
                                 arch_of(r)};
   for (const auto& [name, value] : r.defines) argv.push_back("-D" + name + "=" + value);
+  argv.push_back("--jobs");
+  argv.push_back(std::to_string(compile_workers()));
   return argv;
 }
 
@@ -171,6 +185,10 @@ std::string triton_cache_material(const BuildRequest& r) {
 }
 
 TritonBuild build_triton_module(const BuildRequest& r, const fs::path& output) {
+  ++g_builds_in_flight;
+  struct Leave {
+    ~Leave() { --g_builds_in_flight; }
+  } leave;
   const WorkDir work(output);
   const auto start = std::chrono::steady_clock::now();
   const auto left = [&] {
