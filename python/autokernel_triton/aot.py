@@ -79,7 +79,7 @@ def _signature(launch, dtype, spec):
     tensors = {t.name: t for t in spec.tensors}
     args = {a.name: a for a in launch.args}
     signature, constexprs = {}, {}
-    for i, (name, is_const, _) in enumerate(launch.params):
+    for name, is_const, _ in launch.params:
         if is_const:
             if name in launch.constexprs:
                 constexprs[name] = launch.constexprs[name]
@@ -248,7 +248,7 @@ def main(argv=None):
     if a.command == "version":
         print(triton_version())
         return 0
-    source = a.source.resolve()
+    source = a.source.absolute()  # as given (the engine passes it absolute): its errors name it so
     try:
         defines = dict(d.split("=", 1) for d in a.define)
         a.out.mkdir(parents=True, exist_ok=True)
