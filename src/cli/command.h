@@ -32,5 +32,6 @@ Command verify_command();
 Command run_command();
 Command export_command();
 Command ops_command();
+Command kernelbench_command();
 
 }  // namespace ak::cli

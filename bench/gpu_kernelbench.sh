@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# KernelBench on a GPU in one device call (at most 8 minutes): build the CLI; the judge's GPU tests
+# (load_inline CUDA and Triton solutions pass and are timed beside eager and torch.compile; every
+# exploit is rejected with its reason; a bad solution leaves the next evaluation unaffected);
+# `kernelbench map --level 1` (which level-1 problems our operators compute, by running each
+# reference under the profiler) and the ModelNew of our kernels judged for the mapped ones, in
+# problem order as the time allows; fast_p over those, and the time to evaluate one solution
+# (compile excluded). Logs and JSON under $OUT; a short table last.
+#
+#   bash bench/gpu_kernelbench.sh                 # tests, then map + fast_p in the time left
+#   MODE=fastp bash bench/gpu_kernelbench.sh      # no tests: the whole call for map + fast_p
+#   KB_PROBLEMS=1,2,23,95 MODE=fastp bash bench/gpu_kernelbench.sh   # only these level-1 problems
+#
+# The device machine gets the repository only: copy the problems into the carried folder first
+# (`cp -r ../shared/kernelbench .carry/kernelbench`) and name .carry (scripts/prepare-carry.sh) in
+# the call's carry.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_env.sh
+MODE=${MODE:-all}
+TESTS_LIMIT=${TESTS_LIMIT:-170}
+MAP_LIMIT=${MAP_LIMIT:-$([[ $MODE == fastp ]] && echo 390 || echo 200)}
+KB_PROBLEMS=${KB_PROBLEMS:-}
+AK=$PWD/build-gpu/autokernel
+WS=/tmp/kernelbench-workspace
+started=$SECONDS
+log() { echo "== $(date -u +%H:%M:%S) +$((SECONDS - started))s $*"; }
+
+KB_DIR=${KB_DIR:-}
+for candidate in "$KB_DIR" .carry/kernelbench ../shared/kernelbench; do
+  [[ -n $candidate && -d $candidate/level1 ]] && { KB_DIR=$(cd "$candidate" && pwd); break; }
+done
+[[ -d ${KB_DIR:-}/level1 ]] || { echo "no KernelBench problems: cp -r ../shared/kernelbench .carry/kernelbench"; exit 2; }
+
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version --format=csv
+  nvcc --version | tail -1; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+  git log -1 --format='commit %H' 2>/dev/null || true
+} >"$OUT/env.txt" 2>&1
+export AUTOKERNEL_PYTHON=python3 AUTOKERNEL_KERNELBENCH=$KB_DIR TORCH_EXTENSIONS_DIR=/tmp/torch-extensions
+
+log build
+build_autokernel || exit 1
+
+if [[ $MODE != fastp ]]; then
+  log "gpu tests (limit ${TESTS_LIMIT}s)"
+  PYTHONPATH=$PWD/python timeout "$TESTS_LIMIT" python3 -m unittest -v tests/kernelbench/test_kernelbench_gpu.py \
+    >"$OUT/tests-gpu.log" 2>&1
+  echo "gpu tests exit: $?"
+  grep -E "^(test_|Ran |OK|FAILED)|honest_cuda:|Error|error:" "$OUT/tests-gpu.log" | tail -12
+fi
+
+log "map --level 1 and our kernels judged on the mapped problems (limit ${MAP_LIMIT}s)"
+rm -rf "$WS"
+timeout "$MAP_LIMIT" "$AK" kernelbench map --level 1 ${KB_PROBLEMS:+--problems "$KB_PROBLEMS"} --device cuda \
+  --workspace "$WS" --baselines eager --trials 5 --max-time 1 --min-rounds 5 >"$OUT/map.log" 2>&1
+echo "map exit: $? (124: the time ran out; the problems judged so far count)"
+cp "$WS/map.json" "$OUT/" 2>/dev/null
+cp "$WS/kernelbench-map.json" "$OUT/" 2>/dev/null
+mkdir -p "$OUT/records"
+for record in "$WS"/level1/*/eval.json; do
+  [[ -f $record ]] && cp "$record" "$OUT/records/$(basename "$(dirname "$record")").json"
+done
+
+log summary
+"$AK" kernelbench score "$OUT/records" --json >"$OUT/fastp.json" 2>/dev/null
+python3 - "$OUT" <<'PY'
+import json, pathlib, statistics, sys
+out = pathlib.Path(sys.argv[1])
+mapping = json.loads((out / "map.json").read_text()) if (out / "map.json").exists() else None
+records = [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+if mapping:
+    rows = mapping["problems"]
+    mapped = [r for r in rows if r.get("mapped")]
+    print(f"map: {len(mapped)} of {len(rows)} level-1 problems mapped onto our operators on {mapping['device']['name']}")
+    for r in mapped:
+        print(f"  {r['key']:<52} {', '.join(o['op'] for o in r['ops']):<22} {100 * r['share']:5.1f}%")
+judged = {r["problem"]["key"]: r for r in records}
+print(f"\n{'problem':<52} {'status':<14} {'ours us':>10} {'eager us':>10} {'speedup':>8}")
+for key, r in sorted(judged.items(), key=lambda kv: kv[1]["problem"].get("number", 0)):
+    t = r.get("timing", {})
+    ours, eager = t.get("solution", {}).get("median_us"), t.get("eager", {}).get("median_us")
+    speed = r.get("speedup", {}).get("eager")
+    print(f"{key:<52} {r['status']:<14} {ours or 0:10.1f} {eager or 0:10.1f} {speed or 0:7.2f}x"
+          + ("" if r["status"] == "PASS" else f"  {r.get('reason', '')[:70]}"))
+seconds = [r["seconds"]["without_build"] for r in records if "seconds" in r]
+if seconds:
+    print(f"\ntime to evaluate one solution, compile excluded: median {statistics.median(seconds):.1f} s "
+          f"(min {min(seconds):.1f}, max {max(seconds):.1f}, {len(seconds)} evaluations)")
+if (out / "fastp.json").exists() and records:
+    for level in json.loads((out / "fastp.json").read_text())["levels"]:
+        print(f"level {level['level']}: {level['attempted']} judged, fast_0 {level['fast_0']:.2f}, "
+              f"fast_1 {level['fast_1']:.2f}, fast_2 {level['fast_2']:.2f} (vs eager)")
+PY

@@ -1,0 +1,118 @@
+"""The KernelBench judge on the CPU: an honest solution passes; every known way of cheating is
+rejected with its own reason; bad solutions (raise, hang, exit, wrong shape, no import) get a
+status and a one-line reason and leave the next evaluation unaffected; the judge's clock counts
+work a patched timer hides; the judge's /proc files stay closed to the solution; nothing is left
+behind in /tmp or /dev/shm.
+
+The solutions are files in tests/kernelbench/solutions, each saying how it cheats; the problem is a
+softmax whose outputs are all below KernelBench's absolute tolerance (all zeros pass its allclose:
+test_kernelbench_cli's agent submits them and sees them rejected by the relative error).
+"""
+import functools
+import glob
+import pathlib
+import tempfile
+import time
+import unittest
+
+import torch
+
+from autokernel.kernelbench import guard
+from autokernel.kernelbench.evaluate import Options, evaluate
+from autokernel.kernelbench.timing import Settings
+
+HERE = pathlib.Path(__file__).resolve().parents[1] / "kernelbench"
+PROBLEM = HERE / "problems" / "level1" / "1_Softmax_wide.py"
+
+# solution -> (status, phase it is caught in, words of the reason)
+EXPECTED = {
+    "cached_result": ("INCORRECT", "trial 2 of 5", "a remembered result"),
+    "modifies_input": ("INCORRECT", "trial 1 of 5", "input 0 was modified"),
+    "deferred_thread": ("INCORRECT", "trial 1 of 5", "changed after the call returned"),
+    "partial_output": ("INCORRECT", "trial 1 of 5", "relative error 0.7"),
+    "patched_timer": ("INCORRECT", "build", "replaced time.time, time.perf_counter"),
+    "patched_torch": ("INCORRECT", "build", "replaced torch.allclose, torch.equal"),
+    "forged_channel": ("INCORRECT", "build", "forged message on the judge's channel"),
+    "raises": ("CRASH", "trial 1 of 5", "RuntimeError: this kernel is not written yet"),
+    "hangs_later": ("TIMEOUT", "trial 3 of 5", "no answer within 3 s"),
+    "wrong_shape": ("INCORRECT", "trial 1 of 5", "output 0 is [32768, 16]"),
+    "exits": ("CRASH", "trial 1 of 5", "the solution process exited with code 3"),
+    "import_error": ("COMPILE_ERROR", "build", "No module named 'a_module_that_does_not_exist'"),
+}
+
+
+def judge(solution, **overrides):
+    settings = Settings(call_timeout_s=3, max_time_s=0.2, min_rounds=3, batch_target_s=0)
+    options = Options(device="cpu", timing=False, baselines=(), settings=settings, build_timeout_s=60)
+    for name, value in overrides.items():
+        setattr(options, name, value)
+    return evaluate(PROBLEM, HERE / "solutions" / f"{solution}.py", options)
+
+
+def leftovers():
+    return set(glob.glob(f"{tempfile.gettempdir()}/autokernel-kb-*")) | set(glob.glob("/dev/shm/autokernel-kb-*"))
+
+
+class Exploits(unittest.TestCase):
+    def setUp(self):
+        self.before = leftovers()
+
+    def tearDown(self):
+        self.assertEqual(leftovers() - self.before, set(), "the judge left files behind")
+
+    def test_each_cheat_and_bad_solution_is_rejected_with_its_reason(self):
+        for solution, (status, phase, words) in EXPECTED.items():
+            with self.subTest(solution):
+                record = judge(solution)
+                self.assertEqual((record["status"], record["phase"]), (status, phase), record["reason"])
+                self.assertIn(words, record["reason"])
+                self.assertNotIn("\n", record["reason"])
+
+    def test_the_judge_is_out_of_the_solutions_reach(self):
+        # The solution tries to open the judge's /proc files (memory, environment, descriptors) and
+        # fails its forward if any opens: run as root, as here in CI, only the capabilities its
+        # process dropped keep them closed.
+        record = judge("reads_judge", trials=1)
+        self.assertEqual(record["status"], "PASS", record["reason"])
+
+
+class Clock(unittest.TestCase):
+    def test_an_honest_solution_passes_and_is_timed_by_one_method_for_every_model(self):
+        record = judge("honest_softmax", timing=True, baselines=("eager",))
+        self.assertEqual(record["status"], "PASS", record["reason"])
+        self.assertEqual(record["correctness"]["passed"], 5)
+        self.assertLess(record["correctness"]["relative_error"], 1e-6)
+        solution, eager = record["timing"]["solution"], record["timing"]["eager"]
+        self.assertEqual(solution["batch"], eager["batch"])
+        self.assertGreaterEqual(solution["rounds"], 3)
+        self.assertAlmostEqual(record["speedup"]["eager"], eager["median_us"] / solution["median_us"])
+
+    def test_a_patched_timer_does_not_move_the_judges_clock(self):
+        # With the solver's detector off, the patched process runs to the end: its 50 ms sleep per
+        # call is in the judge's time all the same.
+        record = judge("patched_timer", timing=True, trials=1, guard=False)
+        self.assertEqual(record["status"], "PASS", record["reason"])
+        self.assertGreater(record["timing"]["solution"]["median_us"], 50_000)
+
+
+class Guard(unittest.TestCase):
+    def test_disguised_replacements_are_named_and_torchs_own_wrappers_are_not(self):
+        import torch._dynamo  # noqa: F401  (wraps torch.manual_seed when it loads)
+
+        snapshot = guard.Snapshot()
+        torch.compile(torch.nn.Linear(4, 4))(torch.randn(2, 4))  # dynamo wraps nn.Module.__init__
+        self.assertEqual(snapshot.replaced(), [])
+        saved = time.perf_counter, torch.allclose, torch.Tensor.copy_
+        try:
+            time.perf_counter = functools.wraps(saved[0])(lambda: 0.0)  # looks like the original
+            torch.allclose = torch._disable_dynamo(lambda *args, **kwargs: True)  # wrapped by torch itself
+            torch.Tensor.copy_ = lambda self, other, non_blocking=False: self  # a new method on the class
+            self.assertEqual(snapshot.replaced(), ["time.perf_counter", "torch.allclose", "torch.Tensor.copy_"])
+        finally:
+            time.perf_counter, torch.allclose = saved[0], saved[1]
+            del torch.Tensor.copy_
+        self.assertEqual(snapshot.replaced(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
