@@ -156,6 +156,7 @@ def _judge_solution(judge, solution, options, record, seconds, progress):
                              options.late_ms)
         record["correctness"].update(passed=options.trials, max_abs_diff=worst["max_abs_diff"],
                                      relative_error=worst["relative_error"], notes=sorted(set(worst["notes"])))
+        judge.release_first_inputs()
         seconds["correctness"] = time.monotonic() - phase_start
         if options.timing:
             progress("timing the solution")

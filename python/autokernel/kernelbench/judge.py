@@ -23,6 +23,7 @@ from .channel import SolverProcess
 from .isolation import make_undumpable
 from .verdict import Probe, Rejected, from_answer, probe_reason
 
+REHEARSAL_SHARE = 0.05  # of the free memory: above it, the judge keeps no second input set cached
 INIT_SEED = 42  # KernelBench's seed for the weights: a solution must rebuild the same ones
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,7 +64,8 @@ class Judge:
         try:
             wanted = math.ceil(batch_target_s / max(self.reference_seconds, 1e-7))
             self._allocate(max(1, min(max_batch, wanted)), memory_fraction)
-            self._rehearse()
+            if self.slot_bytes < REHEARSAL_SHARE * self.free_bytes:
+                self._rehearse()
         except BaseException:
             self.close()
             raise
@@ -97,7 +99,8 @@ class Judge:
     def _rehearse(self):
         """Everything the judge allocates while a solution runs, done once before one starts: the
         blocks stay in this process's allocator, so a solution that takes all the free device memory
-        cannot starve the judge of its checks."""
+        cannot starve the judge of its checks. (Not for a problem whose inputs are a large share of
+        the device: keeping a second set cached would leave the solution too little.)"""
         inputs = self.fresh_inputs()
         references = self.reference(inputs)
         self.load_slot(0, inputs)
@@ -118,6 +121,8 @@ class Judge:
             free = torch.cuda.mem_get_info(self.device)[0]
         else:
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        self.slot_bytes, self.free_bytes = per_slot, free
+        self.output_specs = [(tuple(r.shape), str(r.dtype).replace("torch.", "")) for r in self.first_references]
         # a slot's inputs, its outputs, and the judge's own copy of the inputs while it fills the slot
         self.capacity = max(1, min(max_batch, int(memory_fraction * free / max(2 * per_slot, 1))))
         self.arena = buffers.Arena(self.device, self.workdir)
@@ -167,8 +172,7 @@ class Judge:
                 "module": str(module), "class_name": class_name, "problem": str(self.loaded.problem.path),
                 "init_seed": INIT_SEED, "shrink": self.shrink, "mode": mode, "guard": guard, "slots": self.slot_handles,
                 "probe": self.probe_handle, "probe_key_seed": self.public_seed,
-                "output_specs": [(tuple(r.shape), str(r.dtype).replace("torch.", ""))
-                                 for r in self.first_references]}
+                "output_specs": self.output_specs}
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PYTHONUNBUFFERED="1", CUDA_MODULE_LOADING="LAZY")
         if extensions_dir:
@@ -193,8 +197,9 @@ class Judge:
         last_ms, previous = 0.0, None
         for trial in range(count):
             phase = f"trial {trial + 1} of {count}"
-            inputs = self.first_inputs if trial == 0 else self.fresh_inputs()
-            references = self.first_references if trial == 0 else self.reference(inputs)
+            first = trial == 0 and self.first_inputs is not None
+            inputs = self.first_inputs if first else self.fresh_inputs()
+            references = self.first_references if first else self.reference(inputs)
             self.load_slot(0, inputs)
             gated = trial == gated_trial
             self.probe.zero_()
@@ -220,6 +225,11 @@ class Judge:
                 worst["relative_error"] = max(worst["relative_error"], result.relative_error)
             previous = fingerprints
         return worst
+
+    def release_first_inputs(self):
+        """The first input set and its references, no longer needed once the solution's trials ran
+        (the baselines' trials draw their own): a large problem's memory goes back to the solutions."""
+        self.first_inputs = self.first_references = None
 
     def _check_inputs(self, inputs, phase):
         for index, (target, x) in enumerate(zip(self.slots[0][0], inputs)):
