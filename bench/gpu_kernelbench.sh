@@ -9,6 +9,7 @@
 #
 #   bash bench/gpu_kernelbench.sh                 # tests, then map + fast_p in the time left
 #   MODE=fastp bash bench/gpu_kernelbench.sh      # no tests: the whole call for map + fast_p
+# Every step ends by DEADLINE (465 s after the start); the map stops there with what it judged.
 #   KB_PROBLEMS=1,2,23,95 MODE=fastp bash bench/gpu_kernelbench.sh   # only these level-1 problems
 #
 # The device machine gets the repository only: copy the problems into the carried folder first
@@ -18,13 +19,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 MODE=${MODE:-all}
-TESTS_LIMIT=${TESTS_LIMIT:-170}
-MAP_LIMIT=${MAP_LIMIT:-$([[ $MODE == fastp ]] && echo 390 || echo 200)}
+DEADLINE=${DEADLINE:-465}  # seconds after the start by which every step has ended (the call allows 480)
+TESTS_LIMIT=${TESTS_LIMIT:-220}
 KB_PROBLEMS=${KB_PROBLEMS:-}
 AK=$PWD/build-gpu/autokernel
 WS=/tmp/kernelbench-workspace
 started=$SECONDS
 log() { echo "== $(date -u +%H:%M:%S) +$((SECONDS - started))s $*"; }
+left() { echo $((DEADLINE - (SECONDS - started))); }
 
 KB_DIR=${KB_DIR:-}
 for candidate in "$KB_DIR" .carry/kernelbench ../shared/kernelbench; do
@@ -43,6 +45,7 @@ log build
 build_autokernel || exit 1
 
 if [[ $MODE != fastp ]]; then
+  ((TESTS_LIMIT > $(left) - 60)) && TESTS_LIMIT=$(($(left) - 60))
   log "gpu tests (limit ${TESTS_LIMIT}s)"
   PYTHONPATH=$PWD/python timeout "$TESTS_LIMIT" python3 -m unittest -v tests/kernelbench/test_kernelbench_gpu.py \
     >"$OUT/tests-gpu.log" 2>&1
@@ -50,6 +53,8 @@ if [[ $MODE != fastp ]]; then
   grep -E "^(test_|Ran |OK|FAILED)|honest_cuda:|Error|error:" "$OUT/tests-gpu.log" | tail -12
 fi
 
+MAP_LIMIT=$(($(left) - 15))
+((MAP_LIMIT < 10)) && MAP_LIMIT=10  # timeout 0 would mean no limit
 log "map --level 1 and our kernels judged on the mapped problems (limit ${MAP_LIMIT}s)"
 rm -rf "$WS"
 timeout "$MAP_LIMIT" "$AK" kernelbench map --level 1 ${KB_PROBLEMS:+--problems "$KB_PROBLEMS"} --device cuda \

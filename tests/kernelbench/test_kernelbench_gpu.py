@@ -27,8 +27,6 @@ EXPECTED = {
     "forged_channel": ("INCORRECT", "forged message"),
     "oom_hog": ("CRASH", "out of memory"),
     "cuda_build_error": ("COMPILE_ERROR", "error"),
-    "no_model_new": ("COMPILE_ERROR", "defines no class ModelNew"),
-    "wrong_dtype": ("INCORRECT", "torch.float64"),
     "exits": ("CRASH", "exited with code 3"),
     "hangs_later": ("TIMEOUT", "no answer within"),
 }
