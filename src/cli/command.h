@@ -25,13 +25,12 @@ Command bench_command();
 Command tune_command();
 Command optimize_command();
 Command worker_command();
+Command launcher_command();
 Command report_command();
 Command profile_command();
 Command extract_command();
 Command verify_command();
 Command run_command();
-Command export_command();
 Command ops_command();
-Command kernelbench_command();
 
 }  // namespace ak::cli

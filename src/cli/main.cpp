@@ -1,4 +1,6 @@
 // autokernel: profile, extract, check, time and tune the GPU kernels of a model.
+#include <sys/prctl.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -7,6 +9,9 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
+  // No other process of this user may trace this one or read its memory (/proc/PID/mem,
+  // process_vm_readv): the judge holds the references a kernel must compute, and its verdicts.
+  ::prctl(PR_SET_DUMPABLE, 0);
   // Kernels load when their module loads, not at their first launch: a first launch behind a
   // held stream must not wait on module loading (lazy loading can stall behind a running kernel).
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);

@@ -43,6 +43,16 @@ struct Tolerance {
   double norm_rtol;
 };
 
+// How a problem splits into independent units: rows, or (batch, head-group) planes. Each tensor
+// holds `elements` contiguous elements per unit, units in order, or is shared by every unit (0).
+// Permuting the units of every input permutes those of every output the same way, and leaves a
+// shared output (a mean over units) as it was. The timing draws its fresh inputs this way, so the
+// reference of a rearranged input set is the rearranged reference: no new reference per sample.
+struct UnitLayout {
+  int64_t count = 1;
+  std::vector<int64_t> inputs, outputs;  // elements per unit, 0 = shared
+};
+
 // The input cases of the stability stage; "random" is the ordinary case of every other stage.
 inline constexpr std::string_view kRandomCase = "random";
 
@@ -82,6 +92,8 @@ class Op {
   virtual void reference(const Problem& problem, const std::vector<Values>& inputs,
                          std::vector<Values>& outputs, const std::vector<int64_t>& rows) const = 0;
   virtual bool row_sampling() const { return false; }
+
+  virtual UnitLayout units(const Problem& problem) const = 0;
 
   virtual double flops(const Problem& problem) const = 0;
   // The fewest bytes a kernel must move: each input read once, each output written once.

@@ -3,45 +3,34 @@
 #include <chrono>
 #include <thread>
 
-#include "core/error.h"
 #include "harness/compare.h"
 
 namespace ak {
 namespace {
 
-// Catches work done outside call->stream. On an asynchronous device the kernel stream is held
-// shut while ak_launch enqueues: any output that changes before it opens was written by work on
-// another stream (or synchronously). On the host, where a launch runs to completion, the outputs
-// must not change after ak_launch has returned (work left running on a thread).
-// Catches work done outside call->stream. On an asynchronous device the kernel stream is held
-// shut while ak_launch enqueues: an output that no longer holds its poison (load_case wrote it)
-// before the stream opens was written by work on another stream (or synchronously); work on
-// another stream starts within microseconds of its launch, so a few milliseconds show it. On the
-// host, where a launch runs to completion, the outputs must not change after ak_launch has
-// returned (work left running on a thread).
-std::string launch_confined(const CheckContext& ctx, const KernelArgs& args) {
+// Catches work done outside call->stream. On an asynchronous device the launcher holds the
+// kernel stream shut while ak_launch enqueues: an output that no longer holds its poison
+// (load_case wrote it) before the stream opens was written by work on another stream (or
+// synchronously); work on another stream starts within microseconds of its launch, so a few
+// milliseconds show it. On the host, where a launch runs to completion, the outputs must not
+// change after ak_launch has returned (work left running in the background).
+std::string launch_confined(const CheckContext& ctx, KernelArgs& args) {
   using namespace std::chrono_literals;
-  Runtime& rt = ctx.runtime;
-  if (rt.asynchronous()) {
-    rt.hold_stream();
-    try {
-      launch_kernel(ctx, args);
-    } catch (...) {
-      rt.release_stream();
-      throw;
-    }
+  Launcher& launcher = ctx.launcher;
+  const int id = args.launch_id(launcher);
+  if (launcher.asynchronous()) {
+    launcher.hold(id);
     std::this_thread::sleep_for(5ms);
     std::string violation;
     for (size_t i = 0; i < args.outputs.size() && violation.empty(); ++i)
       if (!args.outputs[i]->still_poisoned())
         violation =
             args.outputs[i]->spec().name + " changed before the given stream ran: work outside call->stream";
-    rt.release_stream();
-    rt.synchronize();
+    launcher.release();
     return violation;
   }
   std::vector<std::vector<std::byte>> before;
-  launch_kernel(ctx, args);
+  launcher.run({id});
   for (const auto& out : args.outputs) before.push_back(out->download());
   std::this_thread::sleep_for(20ms);
   for (size_t i = 0; i < args.outputs.size(); ++i)
@@ -58,35 +47,38 @@ std::string describe_case(const CaseSpec& spec, int input_set) {
 
 }  // namespace
 
-KernelArgs::KernelArgs(Runtime& runtime, const Signature& signature) : scalars(signature.scalars) {
-  for (const auto& spec : signature.inputs) inputs.push_back(std::make_unique<GuardedTensor>(runtime, spec));
+KernelArgs::KernelArgs(Runtime& runtime, ArenaAllocator& arena, const Signature& signature)
+    : scalars(signature.scalars) {
+  for (const auto& spec : signature.inputs)
+    inputs.push_back(std::make_unique<GuardedTensor>(runtime, arena, spec));
   for (const auto& spec : signature.outputs)
-    outputs.push_back(std::make_unique<GuardedTensor>(runtime, spec));
+    outputs.push_back(std::make_unique<GuardedTensor>(runtime, arena, spec));
 }
 
-ak_call KernelArgs::make_call(void* stream) const {
-  ak_call call{};
-  call.abi_version = AK_ABI_VERSION;
-  call.n_inputs = static_cast<int32_t>(inputs.size());
-  call.n_outputs = static_cast<int32_t>(outputs.size());
-  call.n_scalars = static_cast<int32_t>(scalars.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    call.inputs[i] = make_abi_tensor(inputs[i]->spec(), inputs[i]->data());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    call.outputs[i] = make_abi_tensor(outputs[i]->spec(), outputs[i]->data());
-  for (size_t i = 0; i < scalars.size(); ++i) call.scalars[i] = scalars[i];
-  call.stream = stream;
+CallLayout KernelArgs::layout() const {
+  CallLayout call;
+  for (const auto& t : inputs) call.inputs.push_back({t->arena_offset(), t->spec()});
+  for (const auto& t : outputs) call.outputs.push_back({t->arena_offset(), t->spec()});
+  call.scalars = scalars;
   return call;
 }
 
-void launch_kernel(const CheckContext& ctx, const KernelArgs& args) {
-  const ak_call call = args.make_call(ctx.runtime.stream());
-  const int rc = ctx.launch(&call);
-  if (rc != AK_OK)
-    throw Error(ErrorKind::Launch, "ak_launch returned " + std::to_string(rc) +
-                                       (rc == AK_ERR_UNSUPPORTED ? " (unsupported)"
-                                        : rc == AK_ERR_LAUNCH    ? " (launch failed)"
-                                                                 : ""));
+int KernelArgs::launch_id(Launcher& launcher) {
+  if (!id_) id_ = launcher.define(layout());
+  return *id_;
+}
+
+size_t arena_bytes_of(const Signature& signature) {
+  size_t total = 0;
+  for (const auto* group : {&signature.inputs, &signature.outputs})
+    for (const auto& spec : *group)
+      total += (spec.bytes() + 2 * kGuardBytes + ArenaAllocator::kAlignment - 1) /
+               ArenaAllocator::kAlignment * ArenaAllocator::kAlignment;
+  return total;
+}
+
+void launch_kernel(const CheckContext& ctx, KernelArgs& args) {
+  ctx.launcher.run({args.launch_id(ctx.launcher)});
 }
 
 void load_case(KernelArgs& args, const PreparedCase& prepared) {
@@ -129,14 +121,13 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
   std::unique_ptr<KernelArgs> args;
   for (int set = 0; set < kInputSetsPerCheck; ++set) {
     auto prepared = prepare_case(ctx.op, input_set(spec, set));
-    if (!args) args = std::make_unique<KernelArgs>(ctx.runtime, prepared->signature);
+    if (!args) args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, prepared->signature);
     load_case(*args, *prepared);
     if (set == 0) {
       if (std::string violation = launch_confined(ctx, *args); !violation.empty())
         return {false, violation + " (" + describe_case(spec, set) + ")", 0};
     } else {
       launch_kernel(ctx, *args);
-      ctx.runtime.synchronize();
     }
     CheckOutcome outcome = verify_case(ctx, *args, *prepared);
     if (!outcome.ok) {
@@ -150,12 +141,11 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
 
 CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats) {
   auto prepared = prepare_case(ctx.op, input_set(spec, 0));
-  KernelArgs args(ctx.runtime, prepared->signature);
+  KernelArgs args(ctx.runtime, ctx.arena, prepared->signature);
   std::vector<std::vector<std::byte>> first;
   for (int run = 0; run < repeats; ++run) {
     load_case(args, *prepared);
     launch_kernel(ctx, args);
-    ctx.runtime.synchronize();
     for (size_t i = 0; i < args.outputs.size(); ++i) {
       auto bytes = args.outputs[i]->download();
       if (run == 0) {

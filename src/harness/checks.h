@@ -5,20 +5,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "autokernel/abi.h"
 #include "core/op.h"
+#include "harness/arena.h"
 #include "harness/guarded_tensor.h"
+#include "harness/launcher.h"
 #include "harness/prepared_case.h"
 #include "runtime/runtime.h"
 
 namespace ak {
 
+// The judge's means: its device, the arena it shares with the launcher, the launcher that runs
+// the kernel, and the operator the kernel claims to compute.
 struct CheckContext {
   Runtime& runtime;
-  ak_launch_fn launch;
+  ArenaAllocator& arena;
+  Launcher& launcher;
   const Op& op;
 };
 
@@ -28,22 +33,31 @@ struct CheckOutcome {
   double worst_norm_error = 0;  // in units of the tolerance (1.0 = at the limit)
 };
 
-// The device tensors of one problem: allocated once, refilled per input set.
+// The device tensors of one problem, in the shared arena: allocated once, refilled per input set.
 struct KernelArgs {
   std::vector<std::unique_ptr<GuardedTensor>> inputs, outputs;
   std::vector<double> scalars;
 
-  KernelArgs(Runtime& runtime, const Signature& signature);
-  ak_call make_call(void* stream) const;
+  KernelArgs(Runtime& runtime, ArenaAllocator& arena, const Signature& signature);
+  CallLayout layout() const;
+  // The launcher's id of this call, defined on first use.
+  int launch_id(Launcher& launcher);
+
+ private:
+  std::optional<int> id_;
 };
+
+// The bytes KernelArgs of `signature` take in the arena (guards and alignment included).
+size_t arena_bytes_of(const Signature& signature);
 
 // A check draws this many input sets into the same buffers, seeds spec.seed, spec.seed + 1, ...
 // (a kernel that remembers its last answer fails the second).
 inline constexpr int kInputSetsPerCheck = 2;
 CaseSpec input_set(const CaseSpec& check, int set);
 
-// Calls ak_launch; throws Error(Launch) when it returns non-zero.
-void launch_kernel(const CheckContext& ctx, const KernelArgs& args);
+// Runs the kernel once on `args` and waits for it; throws Error(Launch) when ak_launch returns
+// non-zero, Error(Crash) on a fault.
+void launch_kernel(const CheckContext& ctx, KernelArgs& args);
 
 CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec);
 // Runs the same inputs `repeats` times: the outputs must be bitwise identical.

@@ -136,4 +136,18 @@ Comparison compare_output(const TensorSpec& spec, const std::vector<std::byte>& 
   return c;
 }
 
+double reference_rms(const Values& reference, const std::vector<int64_t>& rows) {
+  const TensorSpec& spec = reference.spec;
+  const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
+  double sum = 0;
+  int64_t count = 0;
+  auto add = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i, ++count)
+      sum += reference.data[static_cast<size_t>(i)] * reference.data[static_cast<size_t>(i)];
+  };
+  if (rows.empty()) add(0, spec.numel());
+  for (int64_t r : rows) add(r * row_len, (r + 1) * row_len);
+  return count ? std::sqrt(sum / static_cast<double>(count)) : 0.0;
+}
+
 }  // namespace ak

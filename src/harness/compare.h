@@ -22,4 +22,8 @@ struct Comparison {
 Comparison compare_output(const TensorSpec& spec, const std::vector<std::byte>& got, const Values& reference,
                           const Tolerance& tolerance, const std::vector<int64_t>& rows);
 
+// sqrt(mean(ref^2)) over the compared elements (all, or the rows): the scale of the tolerance's
+// absolute term.
+double reference_rms(const Values& reference, const std::vector<int64_t>& rows);
+
 }  // namespace ak

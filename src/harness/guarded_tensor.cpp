@@ -4,8 +4,11 @@
 
 namespace ak {
 
-GuardedTensor::GuardedTensor(Runtime& runtime, TensorSpec spec)
-    : runtime_(runtime), spec_(std::move(spec)), buffer_(runtime.allocate(spec_.bytes() + 2 * kGuardBytes)) {
+GuardedTensor::GuardedTensor(Runtime& runtime, ArenaAllocator& arena, TensorSpec spec)
+    : runtime_(runtime),
+      spec_(std::move(spec)),
+      buffer_(arena.allocate(spec_.bytes() + 2 * kGuardBytes)),
+      arena_offset_(arena.offset_of(data())) {
   runtime_.fill(buffer_->data(), kGuardPattern, kGuardBytes);
   runtime_.fill(static_cast<std::byte*>(buffer_->data()) + kGuardBytes + spec_.bytes(), kGuardPattern,
                 kGuardBytes);

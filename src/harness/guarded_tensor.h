@@ -1,5 +1,6 @@
-// A device tensor with guard zones on both sides. The guards hold a known pattern; a kernel that
-// writes past either end of its buffer changes them, and the harness notices.
+// A device tensor with guard zones on both sides, in the arena shared with the launcher. The
+// guards hold a known pattern; a kernel that writes past either end of its buffer changes them,
+// and the judge notices.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "harness/arena.h"
 #include "runtime/runtime.h"
 
 namespace ak {
@@ -18,10 +20,12 @@ inline constexpr std::byte kPoisonPattern{0xFF};  // a NaN no arithmetic produce
 
 class GuardedTensor {
  public:
-  GuardedTensor(Runtime& runtime, TensorSpec spec);
+  GuardedTensor(Runtime& runtime, ArenaAllocator& arena, TensorSpec spec);
 
   const TensorSpec& spec() const { return spec_; }
   void* data() const;
+  // Where the data starts in the shared arena.
+  size_t arena_offset() const { return arena_offset_; }
 
   void upload(const std::vector<std::byte>& bytes);
   std::vector<std::byte> download() const;
@@ -35,6 +39,7 @@ class GuardedTensor {
   Runtime& runtime_;
   TensorSpec spec_;
   std::unique_ptr<Buffer> buffer_;
+  size_t arena_offset_ = 0;
 };
 
 }  // namespace ak

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "core/error.h"
+
 namespace ak {
 
 double relative_noise(const std::vector<double>& samples) {
@@ -36,18 +38,85 @@ double relative_spread(std::vector<double> samples) {
   return median > 0 ? 1.4826 * median_of_sorted(samples) / median : 0.0;
 }
 
-TimingReport measure(Runtime& runtime, const std::function<void()>& launch, const TimingOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.warmup; ++i) runtime.time_sample(launch);
+namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// After the launcher says "done", right values may take a moment to be visible to the judge's
+// reads; what is still wrong after this is wrong, and the experiment fails.
+constexpr double kSettleSeconds = 0.05;
+
+// One timed batch: seconds from the judge's clock start to the moment its reads show every
+// sampled output right.
+double timed_batch(TimedSlots& slots, Launcher& launcher, const std::vector<int>& ids) {
+  const auto start = Clock::now();
+  if (const SampleReading before = slots.read_samples(); !before.all_poisoned())
+    throw Error(ErrorKind::Validation, std::to_string(before.samples - before.unwritten) +
+                                           " sampled output(s) were written before the "
+                                           "timed launches were sent: work done outside the timed interval");
+  launcher.start_run(ids);
+  launcher.finish_run(launcher.asynchronous());
+  const auto done = Clock::now();
+  SampleReading after = slots.read_samples();
+  while (!after.all_right()) {
+    if (seconds_between(done, Clock::now()) > kSettleSeconds)
+      throw Error(ErrorKind::Validation,
+                  "after the timed launches: " + std::to_string(after.unwritten) + " of " +
+                      std::to_string(after.samples) + " sampled outputs never written, " +
+                      std::to_string(after.wrong) + " wrong (first: " + after.first + ")");
+    after = slots.read_samples();
+  }
+  return seconds_between(start, Clock::now());
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return median_of_sorted(v);
+}
+
+}  // namespace
+
+double measure_batch_overhead(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
+                              size_t sample_count, int rounds) {
+  std::vector<ByteSpan> spans;
+  for (size_t i = 0; i < sample_count; ++i) spans.push_back({arena.data() + (i * 4) % arena.size(), 2});
+  auto gather = runtime.prepare_gather(spans);
+  std::vector<double> times;
+  for (int r = 0; r < rounds + 1; ++r) {
+    const auto start = Clock::now();
+    gather->read();
+    launcher.start_empty_run();
+    launcher.finish_run(launcher.asynchronous());
+    gather->read();
+    if (r > 0) times.push_back(seconds_between(start, Clock::now()));  // the first warms both ends
+  }
+  return median_of(times);
+}
+
+TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, double overhead_s,
+                     const TimingOptions& options) {
+  const auto start = Clock::now();
+  const std::vector<int> ids = slots.launch_ids();
+  const double launches = static_cast<double>(ids.size());
   std::vector<double> samples;
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  while (static_cast<int>(samples.size()) < options.max_samples) {
-    samples.push_back(runtime.time_sample(launch));
-    const bool enough = static_cast<int>(samples.size()) >= options.min_samples;
-    if (enough && (relative_noise(samples) <= options.target_noise || elapsed() > options.max_seconds)) break;
+  for (int batch = 0;; ++batch) {
+    slots.refill();
+    runtime.flush_cache();
+    const double seconds = timed_batch(slots, launcher, ids);
+    if (batch < options.warmup) continue;
+    samples.push_back((seconds - overhead_s) / launches);
+    const int n = static_cast<int>(samples.size());
+    const double median = median_of(samples);
+    const double standard_error =
+        median > 0 ? 1.2533 * relative_noise(samples) / std::sqrt(static_cast<double>(n)) : 1.0;
+    if (n >= options.max_samples) break;
+    if (n >= options.min_samples && (standard_error <= options.target_noise ||
+                                     seconds_between(start, Clock::now()) > options.max_seconds))
+      break;
   }
 
   TimingReport report;
@@ -58,7 +127,7 @@ TimingReport measure(Runtime& runtime, const std::function<void()>& launch, cons
   report.median_us = median_of_sorted(samples) * 1e6;
   report.min_us = samples.front() * 1e6;
   report.max_us = samples.back() * 1e6;
-  report.seconds = elapsed();
+  report.seconds = seconds_between(start, Clock::now());
   return report;
 }
 

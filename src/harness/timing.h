@@ -1,24 +1,40 @@
-// Timing the nvbench way: warm-up, a cold cache and a held stream for every sample (the
-// runtime's time_sample), and samples until the relative noise is under the target or a cap on
-// count or time is reached. Reports the median.
+// Timing by the judge's own clock. The kernel's process reports no time: the judge starts its
+// clock, checks that the sampled outputs of every slot still hold their poison (nothing ran
+// early), asks the launcher to run one launch per slot back to back, and stops the clock when
+// the sampled outputs hold the right values, read by the judge itself. A batch's time, less the
+// judge's fixed cost of a batch (measured before the module was loaded, so the kernel's code
+// cannot inflate it), over the number of launches, is one sample. Inputs are fresh every batch
+// and the caches flushed before it (harness/timed_slots.h). Samples until the median's standard
+// error is under the target or a cap on count or time is reached.
 #pragma once
 
-#include <functional>
+#include <vector>
 
+#include "harness/launcher.h"
 #include "harness/result.h"
+#include "harness/timed_slots.h"
 #include "runtime/runtime.h"
 
 namespace ak {
 
 struct TimingOptions {
-  int warmup = 3;
+  int warmup = 1;  // batches not counted (the first launches load the kernel's code)
   int min_samples = 10;
   int max_samples = 2000;
   double max_seconds = 3.0;
-  double target_noise = 0.005;  // relative standard deviation
+  double target_noise = 0.005;  // relative standard error of the median
 };
 
-TimingReport measure(Runtime& runtime, const std::function<void()>& launch, const TimingOptions& options);
+// The judge's cost of one batch with no kernel launch in it: the round trip to the launcher, the
+// launcher's own smallest device work (so that the device switches between the two processes'
+// work as in a real batch) and two reads of `sample_count` sampled outputs. Median seconds.
+double measure_batch_overhead(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
+                              size_t sample_count, int rounds = 31);
+
+// Throws Error(Validation) when the kernel wrote before the launches were sent, or its sampled
+// outputs are not right after them; Error(Launch/Crash) from the launcher.
+TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, double overhead_s,
+                     const TimingOptions& options);
 
 // Relative standard deviation of samples (0 for fewer than two).
 double relative_noise(const std::vector<double>& samples);

@@ -104,6 +104,12 @@ class CrossEntropy final : public Op {
   }
 
   // Per logit: max, subtract, exp, add; the log, target pick and mean are O(M).
+  // The mean over rows is shared: a permutation of the rows leaves it as it was.
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], v = p.dims[1];
+    return {m, {v, 1}, {1, 0}};
+  }
+
   double flops(const Problem& p) const override { return 4.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0];

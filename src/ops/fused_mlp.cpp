@@ -110,6 +110,11 @@ class FusedMlp final : public Op {
 
   // Three matrix products of 2*M*D*F each, and silu (exp, add, divide, multiply) times up per
   // hidden element.
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], d = p.dims[1];
+    return {m, {d, 0, 0, 0}, {d}};
+  }
+
   double flops(const Problem& p) const override {
     const double m = static_cast<double>(p.dims[0]), d = static_cast<double>(p.dims[1]),
                  f = static_cast<double>(p.dims[2]);

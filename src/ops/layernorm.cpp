@@ -67,6 +67,11 @@ class LayerNorm final : public Op {
   }
 
   // Per element: sum, centre, square and add, normalise, scale, shift.
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    return {m, {n, 0, 0}, {n}};
+  }
+
   double flops(const Problem& p) const override { return 7.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
     return ops::bytes_of(2 * p.numel() + 2 * p.dims[1], t);

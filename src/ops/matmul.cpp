@@ -93,6 +93,11 @@ class Matmul final : public Op {
   }
   bool row_sampling() const override { return true; }
 
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
+    return {m, {k, 0}, {n}};
+  }
+
   double flops(const Problem& p) const override { return 2.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];

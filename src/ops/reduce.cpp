@@ -86,6 +86,11 @@ class Reduce final : public Op {
     });
   }
 
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    return {m, {n}, {1}};
+  }
+
   double flops(const Problem& p) const override { return static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override { return ops::bytes_of(p.numel() + p.dims[0], t); }
 };

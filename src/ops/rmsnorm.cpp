@@ -53,6 +53,11 @@ class RmsNorm final : public Op {
     });
   }
 
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    return {m, {n, 0}, {n}};
+  }
+
   double flops(const Problem& p) const override { return 4.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
     return static_cast<double>(size_of(t)) *

@@ -54,6 +54,11 @@ class Softmax final : public Op {
   }
 
   // Per element: max, subtract, exp, add to the sum, divide.
+  UnitLayout units(const Problem& p) const override {
+    const int64_t m = p.dims[0], n = p.dims[1];
+    return {m, {n}, {n}};
+  }
+
   double flops(const Problem& p) const override { return 5.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override { return ops::bytes_of(2 * p.numel(), t); }
 };

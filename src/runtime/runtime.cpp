@@ -51,3 +51,26 @@ std::unique_ptr<Runtime> make_runtime(Backend backend) {
 }
 
 }  // namespace ak
+
+namespace ak {
+
+std::unique_ptr<LaunchDevice> make_launch_device(Backend backend, int device) {
+  if (backend == Backend::Host) return make_host_launch_device();
+#ifdef AK_WITH_CUDA
+  return make_cuda_launch_device(device);
+#else
+  (void)device;
+  throw Error(ErrorKind::Unsupported,
+              "this autokernel was built without the CUDA backend (no CUDA toolkit at build time)");
+#endif
+}
+
+int current_device(Backend backend) {
+#ifdef AK_WITH_CUDA
+  if (backend == Backend::Cuda) return cuda_current_device();
+#endif
+  (void)backend;
+  return 0;
+}
+
+}  // namespace ak

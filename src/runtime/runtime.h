@@ -1,13 +1,17 @@
-// The device interface the harness runs on. Two implementations: cuda/ (an NVIDIA GPU through
-// the CUDA runtime) and host/ (the CPU, so CI exercises the whole engine). Every handle is RAII;
-// failures throw ak::Error naming the failing call.
+// The device interfaces the harness runs on: Runtime for the judge (the process whose word is
+// the verdict; it never runs a kernel's code) and LaunchDevice for the launcher (the sandboxed
+// process that does). Two implementations of each: cuda/ (an NVIDIA GPU through the CUDA
+// runtime) and host/ (the CPU, so CI exercises the whole engine). Every handle is RAII; failures
+// throw ak::Error naming the failing call.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ak {
 
@@ -44,45 +48,102 @@ class Buffer {
   virtual size_t size() const = 0;
 };
 
+// Device memory that the judge shares with the launcher: the process that loads a kernel module
+// and runs its host code (harness/launcher.h). The judge owns it; the launcher maps it by handle.
+class SharedArena {
+ public:
+  virtual ~SharedArena() = default;
+  virtual std::byte* data() const = 0;  // the judge's address of the first byte
+  virtual size_t size() const = 0;
+  // What the launcher maps it by: a CUDA IPC handle in hex, or the number of a memfd that the
+  // launcher inherits (inherited_fd()).
+  virtual std::string handle() const = 0;
+  virtual int inherited_fd() const { return -1; }
+};
+
+// One span of device memory a Gather reads (at most 16 bytes: an element).
+struct ByteSpan {
+  const std::byte* address;
+  uint32_t length;
+};
+
+// Reads a fixed set of spans back to the host in one device operation. Prepared ahead, so that
+// reading costs the same each time (the judge reads inside its own clock).
+class Gather {
+ public:
+  virtual ~Gather() = default;
+  // The spans' bytes, concatenated in order.
+  virtual const std::vector<std::byte>& read() = 0;
+  // Other spans from now on, reusing this gather's memory where it is large enough.
+  virtual void reset(const std::vector<ByteSpan>& spans) = 0;
+};
+
+// The judge's side of a device: memory it owns, shares with the launcher, fills, reads and
+// compares. It never runs a kernel module (the launcher does, through LaunchDevice). Every
+// operation is synchronous.
 class Runtime {
  public:
   virtual ~Runtime() = default;
 
   virtual const DeviceInfo& info() const = 0;
+  // Memory only this process can reach.
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  // Memory the launcher will map too.
+  virtual std::unique_ptr<SharedArena> share(size_t bytes) = 0;
 
-  // Synchronous copies. They run on a stream of their own, not ordered after the kernel stream,
-  // so the harness can look at memory while the kernel stream is held.
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
-  // Sets `bytes` bytes of device memory to `value`, on the copy stream, synchronously.
+  // Sets `bytes` bytes of device memory to `value`.
   virtual void fill(void* device_dst, std::byte value, size_t bytes) = 0;
+  // Device to device.
+  virtual void copy(void* device_dst, const void* device_src, size_t bytes) = 0;
+  // dst unit i <- src unit order[i], each unit `unit_bytes` long (a permutation of rows).
+  virtual void copy_units(void* device_dst, const void* device_src, size_t unit_bytes,
+                          const std::vector<int64_t>& order) = 0;
+  virtual std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) = 0;
+  // Evicts the last-level cache (a read of twice its size: a write would leave dirty lines whose
+  // write-back lands in the next timed work), so the next timed work starts cold.
+  virtual void flush_cache() = 0;
+
+  // Measures copy bandwidth and matrix rate on this device (seconds of work; cached by the caller).
+  virtual Ceilings measure_ceilings() = 0;
+};
+
+// The launcher's side of a device: the stream a kernel is given and the judge's shared arena
+// mapped into this process. Failures throw ak::Error naming the failing call.
+class LaunchDevice {
+ public:
+  virtual ~LaunchDevice() = default;
+
+  // Maps the judge's arena (SharedArena::handle()) and returns this process's address of it.
+  virtual std::byte* attach(const std::string& handle, size_t bytes) = 0;
+  // Does now what the sandbox would forbid later: loading the runtime's own kernels, starting the
+  // host's OpenMP thread pool that kernel modules share.
+  virtual void prepare_for_sandbox() = 0;
 
   // The stream handed to kernels (call->stream); nullptr on the host.
   virtual void* stream() = 0;
   // Waits for everything on the kernel stream. Throws Error(Crash) on a device fault (illegal
   // address, ...) and Error(Launch) on other errors, naming the CUDA error.
   virtual void synchronize() = 0;
-
   // True when a launch only enqueues work (CUDA), false when it runs to completion (host).
   virtual bool asynchronous() const = 0;
   // Holds the kernel stream behind a gate: work enqueued on it cannot start until release.
   // (No-ops on the host.) Used to catch kernels that work outside call->stream.
   virtual void hold_stream() = 0;
   virtual void release_stream() = 0;
-
-  // One timing sample, the nvbench way: flush the last-level cache, hold the stream, record a
-  // start mark, enqueue (the kernel launch), record a stop mark, release, wait. Returns seconds
-  // between the marks, so launch latency stays out of the number.
-  virtual double time_sample(const std::function<void()>& enqueue) = 0;
-
-  // Measures copy bandwidth and matrix rate on this device (seconds of work; cached by the caller).
-  virtual Ceilings measure_ceilings() = 0;
+  // Enqueues the smallest piece of the runtime's own device work: what an empty timed batch
+  // runs so that its cost includes the device's switch between the launcher and the judge.
+  virtual void launch_nothing() = 0;
 };
 
 // Creates the runtime of a backend. Throws Error(Unsupported) when there is no such device
 // (e.g. "no CUDA GPU: cudaGetDeviceCount returned ...").
 std::unique_ptr<Runtime> make_runtime(Backend backend);
+// The launcher's device: `device` is the judge's CUDA device ordinal (ignored on the host).
+std::unique_ptr<LaunchDevice> make_launch_device(Backend backend, int device);
+// The CUDA device this process uses (0 on the host backend), for the launcher's --device.
+int current_device(Backend backend);
 
 // The backend a plain command uses: cuda when this build has it and a GPU answers, else host.
 Backend default_backend();

@@ -107,10 +107,10 @@ TEST(ExperimentServer, CarriesOnAfterACrash) {
       server.run(reduce_request("segfaults.cpp"), 180s, [&](std::string_view s) { stages.emplace_back(s); });
   EXPECT_EQ(crashed.status, Status::Crash);
   EXPECT_EQ(crashed.stage, "smoke");
-  EXPECT_EQ(crashed.reason, "killed by SIGSEGV during smoke");
+  EXPECT_EQ(crashed.reason, "the kernel's process ended (killed by SIGSEGV)");
   EXPECT_EQ(stages, std::vector<std::string>{"smoke"});
   EXPECT_EQ(server.run(reduce_request("good_reduce.cpp"), 180s, kQuiet).status, Status::Pass);
-  EXPECT_EQ(server.server_pid(), pid);  // the crash took only the experiment's child
+  EXPECT_EQ(server.server_pid(), pid);  // the crash took only the kernel's process
 }
 
 TEST(ExperimentServer, TimesOutAHangAndCarriesOn) {
@@ -193,8 +193,9 @@ TEST(ExperimentServer, KeepsEveryCaseOfThePlanPrepared) {
   std::vector<std::shared_ptr<const PreparedCase>> first;
   for (const auto& set : sets) first.push_back(prepare_case(op, set));
   for (size_t i = 0; i < sets.size(); ++i) EXPECT_EQ(prepare_case(op, sets[i]), first[i]) << i;
-  // The timing set is new to the stages, and every check's second set follows its first.
-  EXPECT_EQ(sets.back().seed, request.seed + 1'000'001);
+  // The timing's pool is new to the stages, and every check's second set follows its first.
+  EXPECT_EQ(sets[sets.size() - 2].seed, request.seed + 1'000'001);
+  EXPECT_EQ(sets.back().seed, request.seed + 1'000'002);
   EXPECT_EQ(sets[1].seed, sets[0].seed + 1);
 }
 

@@ -166,5 +166,38 @@ TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
   std::filesystem::remove_all(ws.parent_path());
 }
 
+// An agent that submits cheats (a forged verdict, skipped timed work, a process started at load)
+// gets none kept: each is recorded with the reason it failed, and the tree stays the starter's.
+TEST(LoopCli, CheatsAnAgentSubmitsAreNeverKept) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the battery's hidden system calls are x86-64";
+#endif
+  const auto ws = make_workspace("loop-cheats");
+  const auto counter = ws.parent_path() / "calls";
+  const std::string agent =
+      "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/cheating.sh' '" + counter.string() + "'";
+  auto args = optimize_args(ws);
+  args.insert(args.end(), {"--agent-cmd", agent, "--agent-timeout", "30", "--patience", "4"});
+  const auto run = test::run_cli(args, 600);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_GE(rows.size(), 4u) << run.output;
+  EXPECT_EQ(rows[0].at("decision"), "baseline");
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"FAIL", "unexpected message on the launch channel"},
+      {"FAIL", "never written"},
+      {"CRASH", "called fork"}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(rows[i + 1].at("status"), expected[i].first) << rows[i + 1].at("reason");
+    EXPECT_NE(rows[i + 1].at("reason").find(expected[i].second), std::string::npos)
+        << rows[i + 1].at("reason");
+  }
+  for (const auto& r : rows) EXPECT_NE(r.at("decision"), "kept") << r.at("reason");
+  EXPECT_EQ(read_text_file(ws / "kernels" / "sum" / "sum.cpp"),
+            read_text_file(test::kernel("loop_modes.cpp")));
+  expect_consistent(ws, test::json_of(run));
+  std::filesystem::remove_all(ws.parent_path());
+}
+
 }  // namespace
 }  // namespace ak

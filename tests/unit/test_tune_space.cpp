@@ -190,6 +190,7 @@ class AttentionLike final : public Op {
   void generate(const Problem&, std::string_view, std::mt19937_64&, std::vector<Values>&) const override {}
   void reference(const Problem&, const std::vector<Values>&, std::vector<Values>&,
                  const std::vector<int64_t>&) const override {}
+  UnitLayout units(const Problem&) const override { return {}; }
   double flops(const Problem&) const override { return 0; }
   double bytes(const Problem&, DType) const override { return 0; }
 };

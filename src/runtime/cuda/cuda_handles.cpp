@@ -1,9 +1,11 @@
 #include "runtime/cuda/cuda_handles.h"
 
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_runtime.h"
 
 namespace ak::cuda {
 
@@ -54,6 +56,35 @@ CublasHandle::CublasHandle() {
 
 CublasHandle::~CublasHandle() {
   if (handle_) (void)cublasDestroy(handle_);
+}
+
+}  // namespace ak::cuda
+
+namespace ak::cuda {
+
+std::string to_hex(const void* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (size_t i = 0; i < size; ++i) {
+    const auto b = static_cast<const unsigned char*>(bytes)[i];
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 15];
+  }
+  return hex;
+}
+
+void from_hex(const std::string& hex, void* bytes, size_t size) {
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw Error(ErrorKind::Usage, "IPC handle: '" + hex.substr(0, 16) + "...' is not hex");
+  };
+  if (hex.size() != 2 * size)
+    throw Error(ErrorKind::Usage, "IPC handle: " + std::to_string(hex.size()) + " hex digits, expected " +
+                                      std::to_string(2 * size));
+  for (size_t i = 0; i < size; ++i)
+    static_cast<unsigned char*>(bytes)[i] =
+        static_cast<unsigned char>(digit(hex[2 * i]) * 16 + digit(hex[2 * i + 1]));
 }
 
 }  // namespace ak::cuda

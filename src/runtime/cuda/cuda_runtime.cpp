@@ -1,3 +1,6 @@
+// The judge's side of the CUDA backend: memory it owns or shares (CUDA IPC), copies on a stream
+// of its own, the device kernels it needs to lay out fresh inputs and read sampled outputs, the
+// L2 flush, and the ceilings. It never loads a kernel module.
 #include "runtime/cuda/cuda_runtime.h"
 
 #include <algorithm>
@@ -8,120 +11,156 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_handles.h"
 #include "runtime/cuda/device_kernels.h"
-#include "runtime/cuda/stream_gate.h"
 
 namespace ak {
 namespace {
 
 using cuda::DeviceBuffer;
-using cuda::Event;
+using cuda::MappedHostMemory;
 using cuda::Stream;
-using cuda::StreamGate;
 
-// A buffer handed to the harness. cudaFree waits for the device to go idle, which a held gate
-// never does: open the gate first, so freeing (say, while an exception unwinds) cannot stall.
-class GatedBuffer final : public Buffer {
+class CudaBuffer final : public Buffer {
  public:
-  GatedBuffer(size_t bytes, std::shared_ptr<StreamGate> gate) : gate_(std::move(gate)), memory_(bytes) {}
-  ~GatedBuffer() override { gate_->release(); }
+  explicit CudaBuffer(size_t bytes) : memory_(bytes) {}
   void* data() const override { return memory_.data(); }
   size_t size() const override { return memory_.size(); }
 
  private:
-  std::shared_ptr<StreamGate> gate_;
   DeviceBuffer memory_;
 };
 
-// Opens the gate when a timed region is left by an exception.
-class ReleaseOnExit {
+// One cudaMalloc exported through CUDA IPC: the launcher maps the whole allocation.
+class IpcArena final : public SharedArena {
  public:
-  explicit ReleaseOnExit(StreamGate& gate) : gate_(gate) {}
-  ~ReleaseOnExit() { gate_.release(); }
-  ReleaseOnExit(const ReleaseOnExit&) = delete;
-  ReleaseOnExit& operator=(const ReleaseOnExit&) = delete;
+  explicit IpcArena(size_t bytes) : memory_(std::max<size_t>(bytes, 256)) {
+    cudaIpcMemHandle_t handle;
+    AK_CUDA_CHECK(cudaIpcGetMemHandle(&handle, memory_.data()));
+    handle_ = cuda::to_hex(&handle, sizeof handle);
+  }
+  std::byte* data() const override { return static_cast<std::byte*>(memory_.data()); }
+  size_t size() const override { return memory_.size(); }
+  std::string handle() const override { return handle_; }
 
  private:
-  StreamGate& gate_;
+  DeviceBuffer memory_;
+  std::string handle_;
+};
+
+// The span table in device memory, written once per set of spans; each read is one kernel
+// writing straight into mapped host memory, then one wait.
+class CudaGather final : public Gather {
+ public:
+  CudaGather(const std::vector<ByteSpan>& spans, cudaStream_t stream, int multiprocessors)
+      : stream_(stream), multiprocessors_(multiprocessors) {
+    reset(spans);
+  }
+
+  void reset(const std::vector<ByteSpan>& spans) override {
+    std::vector<cuda::GatherSpan> table;
+    uint32_t offset = 0;
+    for (const auto& s : spans) {
+      table.push_back({reinterpret_cast<const unsigned char*>(s.address), s.length, offset});
+      offset += s.length;
+    }
+    count_ = table.size();
+    bytes_.resize(offset);
+    const size_t table_bytes = std::max<size_t>(1, table.size()) * sizeof(cuda::GatherSpan);
+    if (!table_ || table_->size() < table_bytes) table_.emplace(table_bytes);
+    if (!out_ || out_capacity_ < offset) {
+      out_.reset();
+      out_.emplace(std::max<size_t>(1, offset));
+      out_capacity_ = std::max<size_t>(1, offset);
+    }
+    if (!table.empty()) {
+      AK_CUDA_CHECK(cudaMemcpyAsync(table_->data(), table.data(), table.size() * sizeof(cuda::GatherSpan),
+                                    cudaMemcpyHostToDevice, stream_));
+      AK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+  }
+
+  const std::vector<std::byte>& read() override {
+    AK_CUDA_CHECK(cuda::launch_gather(stream_, static_cast<const cuda::GatherSpan*>(table_->data()), count_,
+                                      static_cast<unsigned char*>(out_->device()), multiprocessors_));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::copy_n(static_cast<const std::byte*>(out_->host()), bytes_.size(), bytes_.data());
+    return bytes_;
+  }
+
+ private:
+  cudaStream_t stream_;
+  int multiprocessors_;
+  size_t count_ = 0;
+  std::optional<DeviceBuffer> table_;
+  std::optional<MappedHostMemory> out_;
+  size_t out_capacity_ = 0;
+  std::vector<std::byte> bytes_;
 };
 
 class CudaRuntime final : public Runtime {
  public:
-  explicit CudaRuntime(DeviceInfo info) : info_(std::move(info)), gate_(std::make_shared<StreamGate>()) {}
+  explicit CudaRuntime(DeviceInfo info) : info_(std::move(info)) {}
 
-  ~CudaRuntime() override {
-    // The gate kernel reads mapped host memory that the gate frees: let it finish first.
-    gate_->release();
-    (void)cudaStreamSynchronize(kernel_stream_.get());
-  }
+  ~CudaRuntime() override { (void)cudaStreamSynchronize(stream_.get()); }
 
   const DeviceInfo& info() const override { return info_; }
-
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return std::make_unique<GatedBuffer>(bytes, gate_);
-  }
+  std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
+  std::unique_ptr<SharedArena> share(size_t bytes) override { return std::make_unique<IpcArena>(bytes); }
 
   void upload(void* device_dst, const void* host_src, size_t bytes) override {
     if (bytes == 0) return;
-    AK_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_.get()));
-    AK_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+    AK_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
   void download(void* host_dst, const void* device_src, size_t bytes) override {
     if (bytes == 0) return;
-    AK_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, copy_stream_.get()));
-    AK_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+    AK_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
   void fill(void* device_dst, std::byte value, size_t bytes) override {
     if (bytes == 0) return;
-    AK_CUDA_CHECK(cudaMemsetAsync(device_dst, std::to_integer<int>(value), bytes, copy_stream_.get()));
-    AK_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+    AK_CUDA_CHECK(cudaMemsetAsync(device_dst, std::to_integer<int>(value), bytes, stream_.get()));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
-  void* stream() override { return kernel_stream_.get(); }
-
-  void synchronize() override {
-    require_unheld("synchronize");
-    AK_CUDA_CHECK(cudaStreamSynchronize(kernel_stream_.get()));
-    // A launch that failed without a fault (bad configuration, too many resources) shows up
-    // only here if the kernel module did not report it.
-    AK_CUDA_CHECK(cudaGetLastError());
-    gate_->check_no_timeout();
+  void copy(void* device_dst, const void* device_src, size_t bytes) override {
+    if (bytes == 0) return;
+    AK_CUDA_CHECK(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
-  bool asynchronous() const override { return true; }
-
-  void hold_stream() override { gate_->hold(kernel_stream_.get()); }
-  void release_stream() override { gate_->release(); }
-
-  double time_sample(const std::function<void()>& enqueue) override {
-    require_unheld("time_sample");
-    const cudaStream_t stream = kernel_stream_.get();
-    const FlushBuffers& flush = flush_buffers();
-    gate_->hold(stream);
-    {
-      // Everything from the flush to the stop mark is queued before the gate opens, so it runs
-      // back to back on the device, with no host latency inside the marks.
-      ReleaseOnExit release(*gate_);
-      AK_CUDA_CHECK(cuda::launch_cache_flush(stream, flush.lines.data(), flush.lines.size(),
-                                             static_cast<uint32_t*>(flush.sink.data()),
-                                             info_.multiprocessors));
-      AK_CUDA_CHECK(cudaEventRecord(start_.get(), stream));
-      enqueue();
-      AK_CUDA_CHECK(cudaGetLastError());
-      AK_CUDA_CHECK(cudaEventRecord(stop_.get(), stream));
+  void copy_units(void* device_dst, const void* device_src, size_t unit_bytes,
+                  const std::vector<int64_t>& order) override {
+    if (order.empty()) return;
+    // Kept between calls: a cudaFree per call would wait for the whole device each time.
+    const size_t bytes = order.size() * sizeof(int64_t);
+    if (!order_table_ || order_table_->size() < bytes) {
+      order_table_.reset();
+      order_table_.emplace(bytes);
     }
-    AK_CUDA_CHECK(cudaEventSynchronize(stop_.get()));
-    gate_->check_no_timeout();
-    float milliseconds = 0;
-    AK_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_.get(), stop_.get()));
-    return static_cast<double>(milliseconds) * 1e-3;
+    AK_CUDA_CHECK(
+        cudaMemcpyAsync(order_table_->data(), order.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
+    AK_CUDA_CHECK(cuda::launch_copy_units(stream_.get(), device_dst, device_src, unit_bytes,
+                                          static_cast<const int64_t*>(order_table_->data()), order.size(),
+                                          info_.multiprocessors));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) override {
+    return std::make_unique<CudaGather>(spans, stream_.get(), info_.multiprocessors);
+  }
+
+  void flush_cache() override {
+    const FlushBuffers& flush = flush_buffers();
+    AK_CUDA_CHECK(cuda::launch_cache_flush(stream_.get(), flush.lines.data(), flush.lines.size(),
+                                           static_cast<uint32_t*>(flush.sink.data()), info_.multiprocessors));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
   Ceilings measure_ceilings() override {
-    require_unheld("measure_ceilings");
-    Ceilings ceilings = cuda::measure_ceilings(kernel_stream_.get(), info_);
-    AK_CUDA_CHECK(cudaStreamSynchronize(kernel_stream_.get()));
+    Ceilings ceilings = cuda::measure_ceilings(stream_.get(), info_);
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return ceilings;
   }
 
@@ -132,32 +171,22 @@ class CudaRuntime final : public Runtime {
     DeviceBuffer sink;
   };
 
-  void require_unheld(const char* what) const {
-    if (gate_->held())
-      throw Error(ErrorKind::Internal,
-                  std::string(what) + ": the kernel stream is held; release_stream() first");
-  }
-
   // Twice the last-level cache, so a pass over it evicts everything a timed kernel could reuse.
-  // Allocated and filled on first use, never while the stream is held.
   const FlushBuffers& flush_buffers() {
     if (!flush_) {
       const size_t bytes = std::max<size_t>(2 * info_.l2_bytes, size_t{1} << 20) / 16 * 16;
       flush_.emplace(bytes);
-      AK_CUDA_CHECK(cuda::launch_fill_words(kernel_stream_.get(), flush_->lines.data(), bytes, 0x5eed,
-                                            info_.multiprocessors));
-      AK_CUDA_CHECK(cudaStreamSynchronize(kernel_stream_.get()));
+      AK_CUDA_CHECK(
+          cuda::launch_fill_words(stream_.get(), flush_->lines.data(), bytes, 0x5eed, info_.multiprocessors));
+      AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     }
     return *flush_;
   }
 
   DeviceInfo info_;
-  Stream kernel_stream_;
-  Stream copy_stream_;
-  std::shared_ptr<StreamGate> gate_;
-  Event start_;
-  Event stop_;
+  Stream stream_;
   std::optional<FlushBuffers> flush_;
+  std::optional<DeviceBuffer> order_table_;
 };
 
 std::string device_count_failure(cudaError_t status) {
@@ -176,6 +205,12 @@ bool cuda_device_present() {
   return count > 0;
 }
 
+int cuda_current_device() {
+  int device = 0;
+  AK_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
 std::unique_ptr<Runtime> make_cuda_runtime() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
@@ -184,8 +219,7 @@ std::unique_ptr<Runtime> make_cuda_runtime() {
     throw Error(ErrorKind::Unsupported, device_count_failure(status));
   }
   if (count == 0) throw Error(ErrorKind::Unsupported, device_count_failure(cudaErrorNoDevice));
-  int device = 0;
-  AK_CUDA_CHECK(cudaGetDevice(&device));
+  const int device = cuda_current_device();
   AK_CUDA_CHECK(cudaSetDevice(device));  // creates the primary context now, not inside a timing
   AK_CUDA_CHECK(cuda::preload_device_kernels());
   return std::make_unique<CudaRuntime>(cuda::query_device_info(device));

@@ -1,10 +1,11 @@
-// The CUDA backend of ak::Runtime: the current CUDA device (CUDA_VISIBLE_DEVICES picks it)
-// through the CUDA runtime API.
+// The CUDA backend of ak::Runtime (the judge's side) and ak::LaunchDevice (the launcher's): the
+// current CUDA device (CUDA_VISIBLE_DEVICES picks it) through the CUDA runtime API.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
 
 #include "runtime/runtime.h"
 
@@ -12,9 +13,11 @@ namespace ak {
 
 // True when the CUDA runtime answers and sees at least one GPU. Never throws.
 bool cuda_device_present();
+int cuda_current_device();
 
 // Throws Error(Unsupported, "no CUDA GPU: cudaGetDeviceCount: <reason>") when there is none.
 std::unique_ptr<Runtime> make_cuda_runtime();
+std::unique_ptr<LaunchDevice> make_cuda_launch_device(int device);
 
 namespace cuda {
 
@@ -28,6 +31,10 @@ std::string arch_name(int major, int minor);
 // Copy bandwidth (cudaMemcpyAsync device to device) and the best of cuBLAS fp16/bf16 matrix
 // rates, on random data, on `stream`. About a second of GPU work.
 Ceilings measure_ceilings(cudaStream_t stream, const DeviceInfo& info);
+
+// An IPC handle as text for a command line, and back (throws Error(Usage) on malformed text).
+std::string to_hex(const void* bytes, size_t size);
+void from_hex(const std::string& hex, void* bytes, size_t size);
 
 }  // namespace cuda
 }  // namespace ak

@@ -69,6 +69,33 @@ __global__ void fill_uniform_kernel(T* data, size_t count, uint64_t seed) {
   }
 }
 
+// One block per unit; 16-byte words when both ends and the unit allow it, else bytes.
+__global__ void copy_units_kernel(unsigned char* dst, const unsigned char* src, size_t unit_bytes,
+                                  const int64_t* order, size_t units) {
+  for (size_t u = blockIdx.x; u < units; u += gridDim.x) {
+    unsigned char* out = dst + u * unit_bytes;
+    const unsigned char* in = src + static_cast<size_t>(order[u]) * unit_bytes;
+    const bool wide =
+        (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) | unit_bytes) % 16 == 0;
+    if (wide) {
+      for (size_t i = threadIdx.x; i < unit_bytes / 16; i += blockDim.x)
+        reinterpret_cast<uint4*>(out)[i] = reinterpret_cast<const uint4*>(in)[i];
+    } else {
+      for (size_t i = threadIdx.x; i < unit_bytes; i += blockDim.x) out[i] = in[i];
+    }
+  }
+}
+
+__global__ void gather_kernel(const GatherSpan* spans, size_t count, unsigned char* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const GatherSpan s = spans[i];
+    // volatile: each read must reach memory that another process's kernel is writing.
+    const volatile unsigned char* in = s.address;
+    for (uint32_t b = 0; b < s.length; ++b) out[s.out_offset + b] = in[b];
+  }
+}
+
 // Enough blocks to fill the device once, fewer when there is little work.
 unsigned grid_for(size_t count, int multiprocessors) {
   const size_t wanted = (count + kThreads - 1) / kThreads;
@@ -112,13 +139,32 @@ cudaError_t launch_fill_uniform(cudaStream_t stream, void* data, size_t count, H
   return cudaGetLastError();
 }
 
+cudaError_t launch_copy_units(cudaStream_t stream, void* dst, const void* src, size_t unit_bytes,
+                              const int64_t* order, size_t units, int multiprocessors) {
+  if (units == 0 || unit_bytes == 0) return cudaSuccess;
+  const unsigned grid =
+      static_cast<unsigned>(std::min<size_t>(units, static_cast<size_t>(multiprocessors) * 16));
+  copy_units_kernel<<<std::max(grid, 1u), kThreads, 0, stream>>>(
+      static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), unit_bytes, order, units);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gather(cudaStream_t stream, const GatherSpan* spans, size_t count, unsigned char* out,
+                          int multiprocessors) {
+  if (count == 0) return cudaSuccess;
+  gather_kernel<<<grid_for(count, multiprocessors), kThreads, 0, stream>>>(spans, count, out);
+  return cudaGetLastError();
+}
+
 cudaError_t preload_device_kernels() {
   // cudaFuncGetAttributes loads a kernel that lazy loading has not loaded yet.
   const void* kernels[] = {reinterpret_cast<const void*>(&gate_kernel),
                            reinterpret_cast<const void*>(&cache_flush_kernel),
                            reinterpret_cast<const void*>(&fill_words_kernel),
                            reinterpret_cast<const void*>(&fill_uniform_kernel<__half>),
-                           reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>)};
+                           reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>),
+                           reinterpret_cast<const void*>(&copy_units_kernel),
+                           reinterpret_cast<const void*>(&gather_kernel)};
   for (const void* kernel : kernels) {
     cudaFuncAttributes attributes;
     if (const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel); status != cudaSuccess)

@@ -35,6 +35,20 @@ enum class HalfKind { F16, BF16 };
 cudaError_t launch_fill_uniform(cudaStream_t stream, void* data, size_t count, HalfKind kind, uint64_t seed,
                                 int multiprocessors);
 
+// Copies unit i of dst from unit order[i] of src (`order` in device memory, `units` entries).
+cudaError_t launch_copy_units(cudaStream_t stream, void* dst, const void* src, size_t unit_bytes,
+                              const int64_t* order, size_t units, int multiprocessors);
+
+// One span a gather reads: `length` (at most 16) bytes at `address`, to `out_offset` of the output.
+struct GatherSpan {
+  const unsigned char* address;
+  uint32_t length;
+  uint32_t out_offset;
+};
+// Reads every span into `out` (device memory).
+cudaError_t launch_gather(cudaStream_t stream, const GatherSpan* spans, size_t count, unsigned char* out,
+                          int multiprocessors);
+
 // Loads the kernels above now. With lazy module loading (the default since CUDA 12.2) a kernel's
 // first launch loads its module, and loading waits for running kernels: a first launch behind a
 // held gate would wait for the gate, which waits for the host -- a deadlock until the timeout.

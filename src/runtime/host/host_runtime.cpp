@@ -1,12 +1,15 @@
-// Host runtime: aligned heap buffers, synchronous "launches", a last-level-cache flush before
-// every timing sample, and ceilings measured with a parallel copy and (when built with it)
-// OpenBLAS sgemm.
+// Host runtime (the judge's side of the CPU as a device): aligned heap buffers for its own
+// memory, a sealed memfd for memory shared with the launcher, a last-level-cache flush, and
+// ceilings measured with a parallel copy and (when built with it) OpenBLAS sgemm.
 #include "runtime/host/host_runtime.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -35,6 +38,62 @@ class HostBuffer final : public Buffer {
  private:
   void* data_;
   size_t size_;
+};
+
+// A memfd mapped here and, by its inherited descriptor, in the launcher. Sealed against
+// shrinking: a kernel that truncated it would make every later read of the judge fault.
+class HostArena final : public SharedArena {
+ public:
+  explicit HostArena(size_t bytes) : size_(std::max<size_t>(bytes, 4096)) {
+    fd_ = ::memfd_create("autokernel-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd_ < 0) throw Error(ErrorKind::Io, std::string("memfd_create: ") + std::strerror(errno));
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0 ||
+        ::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw Error(ErrorKind::Io, "sizing the shared arena (" + std::to_string(size_) + " bytes): " + why);
+    }
+    void* mapped = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (mapped == MAP_FAILED) {
+      const std::string why = std::strerror(errno);
+      ::close(fd_);
+      throw Error(ErrorKind::Io, "mmap of the shared arena: " + why);
+    }
+    data_ = static_cast<std::byte*>(mapped);
+  }
+  ~HostArena() override {
+    ::munmap(data_, size_);
+    ::close(fd_);
+  }
+  std::byte* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  std::string handle() const override { return std::to_string(fd_); }
+  int inherited_fd() const override { return fd_; }
+
+ private:
+  size_t size_;
+  int fd_ = -1;
+  std::byte* data_ = nullptr;
+};
+
+class HostGather final : public Gather {
+ public:
+  explicit HostGather(const std::vector<ByteSpan>& spans) { reset(spans); }
+  void reset(const std::vector<ByteSpan>& spans) override {
+    spans_ = spans;
+    size_t total = 0;
+    for (const auto& s : spans_) total += s.length;
+    bytes_.resize(total);
+  }
+  const std::vector<std::byte>& read() override {
+    std::byte* out = bytes_.data();
+    for (const auto& s : spans_) out = std::copy_n(s.address, s.length, out);
+    return bytes_;
+  }
+
+ private:
+  std::vector<ByteSpan> spans_;
+  std::vector<std::byte> bytes_;
 };
 
 std::string cpu_model() {
@@ -71,47 +130,52 @@ class HostRuntime final : public Runtime {
         static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
     info_.l2_bytes = last_level_cache_bytes();
     info_.driver = "host C++ compiler";
-    flush_.resize(2 * info_.l2_bytes / sizeof(uint64_t), 1);
   }
 
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+  std::unique_ptr<SharedArena> share(size_t bytes) override { return std::make_unique<HostArena>(bytes); }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill(void* dst, std::byte value, size_t bytes) override {
     std::memset(dst, std::to_integer<int>(value), bytes);
   }
-  void* stream() override { return nullptr; }
-  void synchronize() override {}
-  bool asynchronous() const override { return false; }
-  void hold_stream() override {}
-  void release_stream() override {}
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
 
-  double time_sample(const std::function<void()>& enqueue) override {
-    flush_cache();
-    const auto start = std::chrono::steady_clock::now();
-    enqueue();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  void copy_units(void* dst, const void* src, size_t unit_bytes, const std::vector<int64_t>& order) override {
+    auto* out = static_cast<std::byte*>(dst);
+    const auto* in = static_cast<const std::byte*>(src);
+    parallel_for(static_cast<int64_t>(order.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        std::memcpy(out + i * unit_bytes, in + order[static_cast<size_t>(i)] * unit_bytes, unit_bytes);
+    });
+  }
+
+  std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) override {
+    return std::make_unique<HostGather>(spans);
+  }
+
+  // Reads a buffer twice the size of the last-level cache, in parallel like the kernels.
+  void flush_cache() override {
+    if (flush_.empty()) flush_.assign(2 * info_.l2_bytes / sizeof(uint64_t), 1);
+    std::atomic<uint64_t> sum{0};
+    parallel_for(
+        static_cast<int64_t>(flush_.size()),
+        [&](int64_t b, int64_t e) {
+          uint64_t acc = 0;
+          for (int64_t i = b; i < e; ++i) acc ^= flush_[static_cast<size_t>(i)];
+          sum.fetch_xor(acc, std::memory_order_relaxed);
+        },
+        1 << 16);
+    sink_ = sink_ ^ sum.load();
   }
 
   Ceilings measure_ceilings() override { return measure_host_ceilings(); }
 
  private:
-  // Rewrites a buffer twice the size of the last-level cache, in parallel like the kernels, so
-  // the next sample starts with cold caches.
-  void flush_cache() {
-    ++generation_;
-    parallel_for(
-        static_cast<int64_t>(flush_.size()),
-        [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) flush_[i] += generation_;
-        },
-        1 << 16);
-  }
-
   DeviceInfo info_;
   std::vector<uint64_t> flush_;
-  uint64_t generation_ = 0;
+  volatile uint64_t sink_ = 0;  // keeps the flush's reads from being optimized away
 };
 
 }  // namespace

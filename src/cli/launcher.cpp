@@ -1,0 +1,28 @@
+// `autokernel launcher`: the sandboxed process that runs a kernel module for the judge
+// (harness/launcher.h). Started only by the engine itself, with its channel on descriptor 3.
+#include <unistd.h>
+
+#include "cli/command.h"
+#include "harness/launch_server.h"
+
+namespace ak::cli {
+
+Command launcher_command() {
+  return {"launcher", "run a kernel module for the judge, sandboxed (used internally)",
+          [](CLI::App& app) -> Run {
+            auto options = std::make_shared<LaunchServerOptions>();
+            auto backend = std::make_shared<std::string>("host");
+            app.add_option("--backend", *backend, "cuda or host")->required();
+            app.add_option("--device", options->device, "the judge's CUDA device");
+            app.add_option("--arena", options->arena, "the judge's shared arena (IPC handle or descriptor)")
+                ->required();
+            app.add_option("--arena-bytes", options->arena_bytes, "its size")->required();
+            return [options, backend] {
+              options->backend = parse_backend(*backend);
+              return serve_launches(*options);
+            };
+          },
+          true};
+}
+
+}  // namespace ak::cli

@@ -1,0 +1,78 @@
+// The timed problem's buffers: several slots (inputs and outputs in the shared arena), each
+// refilled before every timed batch with a fresh arrangement of one of a pool of prepared input
+// sets: its units (Op::units: rows, or (batch, head-group) planes) in a new random order, drawn
+// from a seed the kernel's process cannot see. A kernel never meets the same input twice in the
+// timed runs, so no remembered answer can be right, and since a rearranged input's reference is
+// the rearranged reference, checking costs no new reference. Every launch of a batch writes its
+// own slot, poisoned beforehand; the judge reads a random sample of each slot's outputs (at
+// positions the kernel cannot predict) and, after the timing, one whole slot.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/checks.h"
+
+namespace ak {
+
+// What the sampled outputs of a batch hold.
+struct SampleReading {
+  int samples = 0;
+  int unwritten = 0;  // still the poison
+  int wrong = 0;      // written, but not finite or outside the tolerance
+  std::string first;  // the first sample that is not right, named
+  bool all_poisoned() const { return unwritten == samples; }
+  bool all_right() const { return unwritten == 0 && wrong == 0; }
+};
+
+class TimedSlots {
+ public:
+  static constexpr int kSamplesPerOutput = 16;
+
+  // `pool`: prepared input sets of `problem` in one dtype. Uploads them to the judge's own memory.
+  TimedSlots(const CheckContext& ctx, const Problem& problem,
+             std::vector<std::shared_ptr<const PreparedCase>> pool, size_t slots);
+  ~TimedSlots();
+
+  size_t size() const { return slots_.size(); }
+  // The launcher's call id of every slot, defined on first use.
+  std::vector<int> launch_ids();
+  // New contents for every slot, outputs poisoned, new sample positions (device work; untimed).
+  void refill();
+  SampleReading read_samples();
+  // The whole of one slot, after the timed runs: every output element against the rearranged
+  // reference, the inputs unchanged, every slot's guard zones intact.
+  CheckOutcome verify(size_t slot);
+  // Which slot a random pick lands on (from the judge's own generator).
+  size_t pick_slot();
+
+  // Spans read_samples gathers per batch for `slots` slots of `signature` (for the calibration).
+  static size_t sample_count(const Signature& signature, size_t slots);
+
+ private:
+  struct Slot;
+  struct Sample {
+    DType dtype;
+    double reference;
+    double allowed;
+    std::string name;
+  };
+  void choose_samples();
+  std::vector<std::byte> restore_order(const Slot& slot, const std::vector<std::byte>& bytes,
+                                       int64_t unit_elements, size_t element_size) const;
+
+  const CheckContext& ctx_;
+  UnitLayout units_;
+  Tolerance tolerance_;
+  std::vector<std::shared_ptr<const PreparedCase>> pool_;
+  std::vector<std::vector<std::unique_ptr<Buffer>>> pool_inputs_;  // judge-only memory
+  std::vector<std::vector<double>> reference_rms_;                 // [pool set][output]
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<Sample> samples_;
+  std::unique_ptr<Gather> gather_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace ak

@@ -1,0 +1,89 @@
+// The launcher's side of the CUDA backend: the judge's arena opened through CUDA IPC, the kernel
+// stream, and the gate that holds it (so the judge can see work done outside call->stream).
+#include <string>
+
+#include "core/error.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_handles.h"
+#include "runtime/cuda/cuda_runtime.h"
+#include "runtime/cuda/device_kernels.h"
+#include "runtime/cuda/stream_gate.h"
+
+namespace ak {
+namespace {
+
+// cudaIpcOpenMemHandle / cudaIpcCloseMemHandle.
+class IpcMapping {
+ public:
+  explicit IpcMapping(const std::string& hex) {
+    cudaIpcMemHandle_t handle;
+    cuda::from_hex(hex, &handle, sizeof handle);
+    AK_CUDA_CHECK(cudaIpcOpenMemHandle(&data_, handle, cudaIpcMemLazyEnablePeerAccess));
+  }
+  ~IpcMapping() { (void)cudaIpcCloseMemHandle(data_); }
+  IpcMapping(const IpcMapping&) = delete;
+  IpcMapping& operator=(const IpcMapping&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+};
+
+class CudaLaunchDevice final : public LaunchDevice {
+ public:
+  ~CudaLaunchDevice() override {
+    // The gate kernel reads mapped host memory that the gate frees: let it finish first.
+    gate_.release();
+    (void)cudaStreamSynchronize(stream_.get());
+  }
+
+  std::byte* attach(const std::string& handle, size_t bytes) override {
+    mapping_ = std::make_unique<IpcMapping>(handle);
+    (void)bytes;
+    return static_cast<std::byte*>(mapping_->data());
+  }
+
+  // The gate kernel's module loads now (a first launch while held would wait on itself), and one
+  // hold and release runs through every call the checks make.
+  void prepare_for_sandbox() override {
+    AK_CUDA_CHECK(cuda::preload_device_kernels());
+    hold_stream();
+    release_stream();
+    synchronize();
+  }
+
+  void* stream() override { return stream_.get(); }
+
+  void synchronize() override {
+    if (gate_.held())
+      throw Error(ErrorKind::Internal, "synchronize: the kernel stream is held; release_stream() first");
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    // A launch that failed without a fault (bad configuration, too many resources) shows up
+    // only here if the kernel module did not report it.
+    AK_CUDA_CHECK(cudaGetLastError());
+    gate_.check_no_timeout();
+  }
+
+  bool asynchronous() const override { return true; }
+  void hold_stream() override { gate_.hold(stream_.get()); }
+  void release_stream() override { gate_.release(); }
+  // The gate kernel, opened before it starts: it returns at once.
+  void launch_nothing() override {
+    gate_.hold(stream_.get());
+    gate_.release();
+  }
+
+ private:
+  cuda::Stream stream_;
+  cuda::StreamGate gate_;
+  std::unique_ptr<IpcMapping> mapping_;
+};
+
+}  // namespace
+
+std::unique_ptr<LaunchDevice> make_cuda_launch_device(int device) {
+  AK_CUDA_CHECK(cudaSetDevice(device));
+  return std::make_unique<CudaLaunchDevice>();
+}
+
+}  // namespace ak

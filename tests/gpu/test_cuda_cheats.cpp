@@ -1,0 +1,70 @@
+// The cheat battery on the GPU (label gpu): the CUDA kernels of tests/kernels/cheats through the
+// real CLI, the judge and the sandboxed launcher. Each must be rejected with a reason naming what
+// happened; result reuse may pass only at an honest kernel's time.
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+#include "runtime/cuda/cuda_runtime.h"
+
+namespace ak::test {
+namespace {
+
+nlohmann::json bench_cuda(const std::string& file) {
+  const auto dir = scratch_dir("cuda-cheat");
+  const ProcessResult run =
+      run_cli({"bench", kernel(file), "--op", "reduce", "--shape", "4096x1000", "--json", "--max-time", "0.5",
+               "--timeout", "120", "--results", (dir / "results.tsv").string()},
+              600);
+  std::filesystem::remove_all(dir);
+  auto j = json_of(run);
+  EXPECT_TRUE(j.is_object()) << run.output;
+  return j;
+}
+
+struct Cheat {
+  const char* kernel;
+  const char* status;
+  const char* reason;
+};
+
+void PrintTo(const Cheat& c, std::ostream* os) {
+  *os << c.kernel;
+}
+
+class CudaCheatBattery : public ::testing::TestWithParam<Cheat> {
+ protected:
+  void SetUp() override {
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
+  }
+};
+
+TEST_P(CudaCheatBattery, IsRejectedWithAReasonThatNamesIt) {
+  const Cheat& c = GetParam();
+  const auto j = bench_cuda(std::string("cheats/") + c.kernel);
+  EXPECT_EQ(j.value("status", ""), c.status) << j.dump(2);
+  EXPECT_NE(j.value("reason", "").find(c.reason), std::string::npos) << j.dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cuda, CudaCheatBattery,
+    ::testing::Values(Cheat{"cuda_skip_after_stages.cu", "FAIL", "sampled outputs never written"},
+                      Cheat{"cuda_deferred_elsewhere.cu", "FAIL", ""},
+                      Cheat{"cuda_forge_channel.cu", "FAIL", "unexpected message on the launch channel"},
+                      Cheat{"cuda_fork.cu", "CRASH", "called fork"}),
+    [](const auto& param_info) {
+      std::string name = param_info.param.kernel;
+      return name.substr(0, name.find('.'));
+    });
+
+TEST(CudaCheats, ResultReuseGainsNothing) {
+  if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
+  const auto honest = bench_cuda("cuda_good_reduce.cu");
+  const auto cheat = bench_cuda("cheats/cuda_fingerprint_reuse.cu");
+  ASSERT_EQ(honest.value("status", ""), "PASS") << honest.dump(2);
+  if (cheat.value("status", "") != "PASS") return;
+  const double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
+  EXPECT_GT(cheat_us, 0.5 * honest_us) << "reused results read as a speedup: " << cheat.dump(2);
+}
+
+}  // namespace
+}  // namespace ak::test
