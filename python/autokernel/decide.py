@@ -60,8 +60,17 @@ class Bench:
         return time.perf_counter() - self.started
 
     def estimate(self, mode):
-        """Seconds one more measurement in `mode` will take (its compilation and its runs)."""
-        return self.compile_s.get(mode, 0.0) + 2.0
+        """Seconds one more measurement in `mode` will take: its compilation (as last time; a mode
+        not compiled yet as the slowest so far, max-autotune three times that, 30 s before any)
+        and its runs."""
+        if mode == "eager":
+            compile_s = 0.0
+        elif mode in self.compile_s:
+            compile_s = self.compile_s[mode]
+        else:
+            slowest = max(self.compile_s.values(), default=30.0)
+            compile_s = slowest * (3 if "max-autotune" in mode else 1)
+        return compile_s + 2.0
 
     def affordable(self, mode):
         budget = self.settings.budget_s
@@ -77,7 +86,9 @@ class Bench:
             report = applying.report(model)
             m.sites = report.sites if report else []
         label = f"{mode}, {'PyTorch alone' if not kernels else f'{len(kernels)} kernels'}"
-        self.progress(f"timing {label}" + (" (compiling first)" if mode != "eager" else ""))
+        budget = f" of {self.settings.budget_s:.0f}" if self.settings.budget_s > 0 else ""
+        self.progress(f"[{self.elapsed():.0f}{budget} s] timing {label}"
+                      + (f" (compiling first, ~{self.estimate(mode):.0f} s)" if mode != "eager" else ""))
         try:
             forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
             if mode != "eager":

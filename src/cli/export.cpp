@@ -67,7 +67,7 @@ std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, co
   const auto decisions = verify_decisions(ws);
   std::vector<ManifestEntry> entries;
   for (const PlanModule& m : build_plan_modules(ws, passed, built.backend, built.arch)) {
-    ManifestEntry e{m, true, "", 0, harness_problems(m.kernel)};
+    ManifestEntry e{m, true, "", 0, harness_problems(m.kernel, run.settings.quick)};
     for (const KernelState& s : run.kernels)
       if (s.name == m.kernel.name) e.best_us = s.best_us;
     e.why = "passed the harness (" + microseconds(e.best_us) + " µs per call); verify has not decided";

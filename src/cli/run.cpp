@@ -1,23 +1,34 @@
-// `autokernel run --model llama`: the main job. Profile, extract the top operators, optimize them
-// within a budget, verify the model with the kernels plugged in, and report — each stage the
-// subcommand of the same name, run as a child process of this one, so a stage that fails stops
-// the run with its own message and exit code and the workspace keeps everything done so far.
+// `autokernel run --model llama`: the main job. Profile, extract the top operators, optimize them,
+// report, and verify the model as a user runs it — each stage the subcommand of the same name, run
+// as a child process of this one, so a stage that fails stops the run with its own message and
+// exit code and the workspace keeps everything done so far.
+//
+// --budget is the whole run's: what profile and extract took comes off it, the rest is split
+// between optimize and verify (which times eager and each torch.compile mode, compiling the model
+// several times), and the split is printed before anything runs. verify starts no measurement
+// that would not fit in what is left, and says which it skipped.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/print.h"
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/subprocess.h"
 #include "runtime/runtime.h"
+#include "search/budget.h"
 
 namespace ak::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
 struct RunOptions {
   std::string model, input_shape, dtype = "auto", device = "auto", workspace = "workspace";
-  std::string budget, kernel_budget, compile_mode = "max-autotune-no-cudagraphs", strategy, agent_cmd;
+  std::string budget, kernel_budget, strategy, agent_cmd, mode = "auto";
+  std::string compile_modes = "default,max-autotune-no-cudagraphs,reduce-overhead";
   int top = 5;
   bool restart = false;
 };
@@ -43,6 +54,27 @@ std::vector<std::string> with(std::vector<std::string> args, const std::string& 
   return args;
 }
 
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The whole run's budget in seconds: --budget as a time (a number of experiments is an optimize
+// budget, not a run's), by default 15 minutes on a GPU and 3 on the CPU.
+double run_budget(const RunOptions& o, bool gpu) {
+  if (o.budget.empty()) return gpu ? 900 : 180;
+  const Budget b = parse_budget(o.budget, 0);
+  if (b.duration == std::chrono::steady_clock::duration::max())
+    throw Error(ErrorKind::Usage, "run --budget is the whole run's time (e.g. 10m), not '" + o.budget + "'");
+  return std::chrono::duration<double>(b.duration).count();
+}
+
+// What verify gets of the time left after profile and extract: its compiles (three modes, and
+// again with the kernels) take long on a GPU; on the CPU or without compile modes, little.
+double verify_share(const RunOptions& o, bool gpu, double left) {
+  if (o.compile_modes == "none" || !gpu) return std::clamp(0.25 * left, 20.0, 300.0);
+  return std::clamp(0.45 * left, 60.0, 1800.0);
+}
+
 int run_main_job(const RunOptions& o) {
   const fs::path ws = o.workspace;
   if (fs::exists(ws) && !fs::is_empty(ws)) {
@@ -53,49 +85,69 @@ int run_main_job(const RunOptions& o) {
     fs::remove_all(ws);
   }
   const bool gpu = backend_of_device(o.device) == Backend::Cuda;
-  const std::string budget = o.budget.empty() ? (gpu ? "10m" : "2m") : o.budget;
+  const double budget = run_budget(o, gpu);
+  const auto start = Clock::now();
+  std::cout << "run: budget " << duration(budget)
+            << " in all: profile and extract first (usually under a minute), "
+            << "then optimize, then verify (eager and torch.compile " << o.compile_modes
+            << ", each with and without the kernels; compiles take minutes on a GPU)\n";
   std::vector<std::string> profile = {"profile",  "--model", o.model,       "--dtype",  o.dtype,
                                       "--device", o.device,  "--workspace", o.workspace};
   stage("profile", with(profile, "--input-shape", o.input_shape));
   stage("extract", {"extract", "--top", std::to_string(o.top), "--workspace", o.workspace});
+  const double left = budget - seconds_since(start);
+  const double verify_s = verify_share(o, gpu, left);
+  const double optimize_s = std::max(10.0, left - verify_s);
+  std::cout << "\nrun: " << duration(seconds_since(start)) << " used; optimize gets " << duration(optimize_s)
+            << ", verify the rest (about " << duration(verify_s) << ")\n";
   auto optimize =
-      with({"optimize", "--workspace", o.workspace, "--budget", budget}, "--kernel-budget", o.kernel_budget);
+      with({"optimize", "--workspace", o.workspace, "--budget", std::to_string(int(optimize_s)) + "s"},
+           "--kernel-budget", o.kernel_budget);
   optimize = with(with(optimize, "--strategy", o.strategy), "--agent-cmd", o.agent_cmd);
   stage("optimize", optimize);
   stage("report", {"report", "--workspace", o.workspace});
-  stage("verify", {"verify", "--workspace", o.workspace, "--compile-mode", o.compile_mode});
-  std::cout << "\nrun: done; everything is in " << o.workspace
-            << " (profile.json, plan.json, the run's git branch, results.tsv, reports/, verify.json)\n";
+  const double verify_left = std::max(1.0, budget - seconds_since(start));
+  stage("verify", {"verify", "--workspace", o.workspace, "--compile-modes", o.compile_modes, "--mode", o.mode,
+                   "--budget", std::to_string(int(verify_left))});
+  std::cout
+      << "\nrun: done in " << duration(seconds_since(start)) << " (budget " << duration(budget)
+      << "); everything is in " << o.workspace
+      << " (profile.json, plan.json, the run's git branch, results.tsv, reports/, kernels.json, verify.json)"
+      << "\nnext: autokernel export --workspace " << o.workspace << " --out DIR\n";
   return 0;
 }
 
 }  // namespace
 
 Command run_command() {
-  return {
-      "run", "the main job: profile a model, extract its top kernels, optimize them, verify the model",
-      [](CLI::App& app) -> Run {
-        auto o = std::make_shared<RunOptions>();
-        app.add_option("--model", o->model,
-                       "llama, llama-7b, gpt2, bert (or *-tiny), or path/to/file.py:Class")
-            ->required();
-        app.add_option("--input-shape", o->input_shape, "e.g. 8,512; default: the model's own");
-        app.add_option("--dtype", o->dtype, "fp16, bf16, fp32 (default fp16 on a GPU, fp32 on the CPU)")
-            ->check(CLI::IsMember({"auto", "fp16", "bf16", "fp32"}));
-        app.add_option("--device", o->device, "cuda, cpu, or auto")
-            ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-        app.add_option("--top", o->top, "operators to extract and optimize")->check(CLI::PositiveNumber);
-        app.add_option("--budget", o->budget,
-                       "the optimize stage's budget (default 10m on a GPU, 2m on the CPU)");
-        app.add_option("--kernel-budget", o->kernel_budget, "time per kernel before moving on");
-        app.add_option("--strategy", o->strategy, "search strategy of the optimize stage");
-        app.add_option("--agent-cmd", o->agent_cmd, "an agent proposer's command line (see optimize --help)");
-        app.add_option("--compile-mode", o->compile_mode, "torch.compile mode verify compares with, or none")
-            ->capture_default_str();
-        app.add_option("--workspace", o->workspace, "the run's directory")->capture_default_str();
-        app.add_flag("--restart", o->restart, "empty the workspace first");
-        return [o] { return run_main_job(*o); };
-      }};
+  return {"run", "the main job: profile a model, extract its top kernels, optimize them, verify the model",
+          [](CLI::App& app) -> Run {
+            auto o = std::make_shared<RunOptions>();
+            app.add_option("--model", o->model,
+                           "llama, llama-7b, gpt2, bert (or *-tiny), or path/to/file.py:Class")
+                ->required();
+            app.add_option("--input-shape", o->input_shape, "e.g. 8,512; default: the model's own");
+            app.add_option("--dtype", o->dtype, "fp16, bf16, fp32 (default fp16 on a GPU, fp32 on the CPU)")
+                ->check(CLI::IsMember({"auto", "fp16", "bf16", "fp32"}));
+            app.add_option("--device", o->device, "cuda, cpu, or auto")
+                ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+            app.add_option("--top", o->top, "operators to extract and optimize")->check(CLI::PositiveNumber);
+            app.add_option("--budget", o->budget,
+                           "the whole run's time, e.g. 10m (default 15m on a GPU, 3m on the CPU); printed "
+                           "split between optimize and verify before they start");
+            app.add_option("--kernel-budget", o->kernel_budget, "time per kernel before moving on");
+            app.add_option("--strategy", o->strategy, "search strategy of the optimize stage");
+            app.add_option("--agent-cmd", o->agent_cmd,
+                           "an agent proposer's command line (see optimize --help)");
+            app.add_option("--compile-modes", o->compile_modes, "torch.compile modes verify times, or none")
+                ->capture_default_str();
+            app.add_option("--mode", o->mode,
+                           "the mode you run the model in: plugging is decided there (see verify)")
+                ->capture_default_str();
+            app.add_option("--workspace", o->workspace, "the run's directory")->capture_default_str();
+            app.add_flag("--restart", o->restart, "empty the workspace first");
+            return [o] { return run_main_job(*o); };
+          }};
 }
 
 }  // namespace ak::cli

@@ -130,7 +130,7 @@ ManifestEntry candidacy(const PlanModule& m, const std::optional<RunState>& run,
                               [&](const KernelState& s) { return s.name == m.kernel.name; });
   if (k != run->kernels.end() && k->best_us > 0) {
     e.best_us = k->best_us;
-    e.checked = harness_problems(m.kernel);
+    e.checked = harness_problems(m.kernel, run->settings.quick);
     e.why = "passed the harness (" + microseconds(k->best_us) + " µs per call)";
     return e;
   }

@@ -37,8 +37,9 @@ struct BuildInfo {
 };
 
 // The problems the harness checks a kernel on in a run: smoke and primary in the plan's dtype;
-// the sweep, stability and edge problems in fp16, bf16 and fp32 (harness/stages.cpp).
-std::vector<CheckedProblem> harness_problems(const PlanKernel& kernel);
+// unless the run was --quick, the sweep, stability and edge problems in fp16, bf16 and fp32
+// (harness/stages.cpp).
+std::vector<CheckedProblem> harness_problems(const PlanKernel& kernel, bool quick);
 
 // This device as kernels.json names architectures; the release of nvcc ("13.0", "" without).
 BuildInfo build_info(Backend backend);

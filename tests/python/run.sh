@@ -7,7 +7,7 @@ candidates=("$root/.venv/bin/python" python3 /usr/bin/python3)
 [[ -n ${AUTOKERNEL_PYTHON:-} ]] && candidates=("$AUTOKERNEL_PYTHON")
 for python in "${candidates[@]}"; do
   if "$python" -c 'import torch' 2>/dev/null; then
-    export PYTHONPATH="$root/python:$root/tests/python${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="$root/python:$root/tests/python:$root/tests/models${PYTHONPATH:+:$PYTHONPATH}"
     cd "$(dirname "$1")"
     exec "$python" -m unittest -v "$(basename "$1")"
   fi

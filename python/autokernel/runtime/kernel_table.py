@@ -66,7 +66,7 @@ class Kernel:
 class KernelTable:
     def __init__(self):
         self._kernels = {}  # (op, problem, dtype, arch) -> Kernel
-        self._memo = {}  # (op, shapes, dtype, device, scalars) -> (Kernel, outputs) or (None, reason)
+        self._memo = {}  # (op, each input's shape/dtype/device, scalars) -> (Kernel, outputs) or (None, reason)
         self.calls = collections.Counter()  # kernel name -> calls it ran
         self.fallbacks = collections.Counter()  # (op, reason) -> calls PyTorch ran instead
         self._logged = set()
@@ -112,8 +112,7 @@ class KernelTable:
 
     def run(self, spec, tensors, scalars):
         """The kernel's outputs for this call, or None when PyTorch must run it (counted)."""
-        key = (spec.name, tuple(tuple(t.shape) for t in tensors), tensors[0].dtype, tensors[0].device,
-               tuple(scalars))
+        key = (spec.name, tuple((tuple(t.shape), t.dtype, t.device) for t in tensors), tuple(scalars))
         entry = self._memo.get(key)
         if entry is None:
             entry = self._memo[key] = self._resolve(spec, tensors, scalars)

@@ -152,7 +152,9 @@ def _at(anchor, info, width, conventions, furthest_first=False):
             continue
         for output in _candidates_output(info, anchor, shape(x)):
             region = info.region([x], output)
-            if region is None or anchor not in region:
+            # rotate_half alone is a rotation by a constant quarter turn: not worth a kernel, and
+            # not the operator (which multiplies by its tables)
+            if region is None or anchor not in region or not any(calls(n, aten.mul.Tensor) for n in region):
                 continue
             for interleaved in conventions:
                 found = _try(info, x, output, region, interleaved)

@@ -1,0 +1,202 @@
+"""autokernel.apply on the CPU with the host backend's kernels (built by the engine): the applied
+model gives eager's outputs, torch.compile(fullgraph=True) traces it with no graph break, it
+trains with eager's gradients, and every call a kernel was not checked for — another shape, a
+dtype, a non-contiguous input — runs PyTorch's op and says so.
+"""
+import logging
+import unittest
+
+import torch
+from torch import nn
+
+import hf_style
+from support import build, host_module, relative_error, tensors
+
+import autokernel
+from autokernel.runtime import capture, custom_ops, reference, rewrite
+from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
+from autokernel.runtime.ops import OPS
+
+
+def problems_of(model, inputs):
+    """{op: {(problem, dtype)}} of the operators found in the model."""
+    captures, _ = capture.capture(model, inputs, {})
+    found, _ = rewrite.find_all(captures[0].graph)
+    problems = {}
+    for m in rewrite.choose(found):
+        problems.setdefault(m.op, set()).add((m.problem, m.dtype_name))
+    return problems
+
+
+class WithKernels(unittest.TestCase):
+    """Host kernels registered as checked for exactly the problems of the test model."""
+
+    def setUp(self):
+        self.model, self.inputs = build(hf_style.LlamaStyle)
+        self.kernels = [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(problems))
+                        for op, problems in problems_of(self.model, self.inputs).items()]
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        TABLE.reset_counts()
+
+    def tearDown(self):
+        autokernel.restore(self.model)
+        for kernel in self.kernels:
+            TABLE.remove(kernel)
+
+    def eager(self):
+        with torch.no_grad():
+            return tensors(self.model(*self.inputs))
+
+
+class Apply(WithKernels):
+    def test_outputs_match_eager_and_every_kernel_runs(self):
+        expected = self.eager()
+        autokernel.apply(self.model, self.inputs)
+        report = autokernel.report(self.model)
+        self.assertEqual(len(report.plugged()), len(report.sites))
+        self.assertEqual({s.op for s in report.sites},
+                         {"rmsnorm", "rotary_embedding", "flash_attention", "fused_mlp", "cross_entropy", "matmul"})
+        got = self.eager()
+        for e, g in zip(expected, got, strict=True):
+            self.assertLess(relative_error(e, g), 1e-5)
+        self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
+        self.assertEqual(dict(TABLE.fallbacks), {})
+
+    def test_torch_compile_traces_it_whole(self):
+        expected = self.eager()
+        autokernel.apply(self.model, self.inputs)
+        explained = torch._dynamo.explain(self.model)(*self.inputs)
+        self.assertEqual((explained.graph_count, explained.graph_break_count), (1, 0))
+        ops = {str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"}
+        self.assertTrue(any("autokernel.rmsnorm" in op for op in ops), ops)
+        torch._dynamo.reset()
+        compiled = torch.compile(self.model, backend="aot_eager", fullgraph=True)
+        with torch.no_grad():
+            got = tensors(compiled(*self.inputs))
+        for e, g in zip(expected, got, strict=True):
+            self.assertLess(relative_error(e, g), 1e-5)
+        self.assertGreater(TABLE.calls["host_fused_mlp"], 0)
+
+    def test_training_gradients_match_eager(self):
+        reference_model, _ = build(hf_style.LlamaStyle)
+        reference_model.train()
+        self.model.train()
+        autokernel.apply(self.model, self.inputs)
+        for model in (reference_model, self.model):
+            loss, _ = model(*self.inputs)
+            loss.backward()
+        self.assertGreater(TABLE.calls["host_rmsnorm"], 0)  # the kernels ran forward in training mode
+        for (name, p), q in zip(reference_model.named_parameters(), self.model.parameters(), strict=True):
+            self.assertLess(relative_error(p.grad, q.grad), 1e-4, name)
+
+    def test_a_call_unlike_the_traced_one_runs_the_models_own_forward(self):
+        autokernel.apply(self.model, self.inputs)
+        other = self.model.make_inputs((3, 8), torch.device("cpu"), torch.Generator().manual_seed(1))
+        autokernel.restore(self.model)
+        with torch.no_grad():
+            expected = tensors(self.model(*other))
+        autokernel.apply(self.model, self.inputs)
+        TABLE.reset_counts()
+        with torch.no_grad():
+            got = tensors(self.model(*other))
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        for e, g in zip(expected, got, strict=True):
+            self.assertTrue(torch.equal(e, g))
+
+
+class Fallbacks(WithKernels):
+    def rmsnorm_problem(self):
+        return next(iter(next(k for k in self.kernels if k.op == "rmsnorm").problems))
+
+    def test_a_problem_no_kernel_was_checked_for_runs_pytorch(self):
+        x, w = torch.randn(3, 40), torch.randn(40)
+        got = custom_ops.op("rmsnorm")(x, w, 1e-6)
+        self.assertTrue(torch.equal(got, reference.rmsnorm(x, w, 1e-6)[0]))
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        (reason,) = [r for op, r in TABLE.fallbacks if op == "rmsnorm"]
+        self.assertIn("no kernel checked for 3x40 fp32", reason)
+
+    def test_non_contiguous_and_unchecked_dtypes_run_pytorch_and_warn(self):
+        problem, _ = self.rmsnorm_problem()
+        rows, width = map(int, problem.split("x"))
+        x = torch.randn(width, rows).t()  # the checked shape, but transposed in memory
+        w = torch.randn(width)
+        with self.assertLogs("autokernel", logging.WARNING) as logged:
+            got = custom_ops.op("rmsnorm")(x, w, 1e-6)
+            mixed = custom_ops.op("rmsnorm")(x.contiguous(), w.half(), 1e-6)
+        self.assertLess(relative_error(reference.rmsnorm(x, w, 1e-6)[0], got), 1e-6)
+        self.assertLess(relative_error(reference.rmsnorm(x, w.half(), 1e-6)[0], mixed), 1e-3)
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        text = "\n".join(logged.output)
+        self.assertIn("non-contiguous", text)
+        self.assertIn("different dtypes", text)
+        with torch.no_grad():  # in the checked layout and dtype, the kernel runs
+            custom_ops.op("rmsnorm")(x.contiguous(), w, 1e-6)
+        self.assertEqual(TABLE.calls["host_rmsnorm"], 1)
+
+    def test_a_half_call_of_a_float_kernel_runs_pytorch(self):
+        problem, _ = self.rmsnorm_problem()
+        rows, width = map(int, problem.split("x"))
+        x, w = torch.randn(rows, width).half(), torch.randn(width).half()
+        custom_ops.op("rmsnorm")(x, w, 1e-6)
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        self.assertTrue(any(f"{problem} fp16" in r for _, r in TABLE.fallbacks))
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+class BadInput(unittest.TestCase):
+    def test_a_model_without_our_operators_is_left_unchanged(self):
+        model, x = Plain(), torch.randn(2, 4, 9)
+        with self.assertLogs("autokernel", logging.WARNING) as logged:
+            autokernel.apply(model, (x,))
+        self.assertIn("no operator of ours found in Plain", logged.output[0])
+        self.assertNotIn("forward", model.__dict__)
+        self.assertEqual(autokernel.report(model).sites, [])
+
+    def test_apply_without_example_inputs_is_one_line(self):
+        with self.assertRaisesRegex(ValueError, "apply needs example inputs"):
+            autokernel.apply(Plain())
+
+
+class CustomOps(unittest.TestCase):
+    def test_fake_implementations_and_autograd_registrations(self):
+        samples = {
+            "matmul": (torch.randn(5, 3), torch.randn(3, 4)),
+            "softmax": (torch.randn(4, 6),),
+            "layernorm": (torch.randn(4, 6), torch.randn(6), torch.randn(6), 1e-5),
+            "rmsnorm": (torch.randn(4, 6), torch.randn(6), 1e-6),
+            "flash_attention": (torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), 0.3, 1.0),
+            "fused_mlp": (torch.randn(3, 4), torch.randn(6, 4), torch.randn(6, 4), torch.randn(4, 6)),
+            "cross_entropy": (torch.randn(4, 7), torch.tensor([0, 6, 2, 3])),
+            "rotary_embedding": (torch.randn(1, 2, 5, 8), torch.randn(5, 4), torch.randn(5, 4)),
+            "reduce": (torch.randn(4, 6),),
+        }
+        self.assertEqual(set(samples), set(OPS))
+        for op, args in samples.items():
+            with self.subTest(op):
+                args = tuple(a.requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                             for a in args)
+                results = torch.library.opcheck(custom_ops.op(op), args)
+                self.assertTrue(all(r == "SUCCESS" for r in results.values()), results)
+                outputs = custom_ops.op(op)(*args)
+                first = outputs[0] if isinstance(outputs, tuple) else outputs
+                grads = torch.autograd.grad(first.sum(), [a for a in args if isinstance(a, torch.Tensor)
+                                                          and a.requires_grad])
+                expected = reference.REFERENCES[op](*args)[0]
+                expected_grads = torch.autograd.grad(expected.sum(), [a for a in args if isinstance(a, torch.Tensor)
+                                                                      and a.requires_grad])
+                for g, e in zip(grads, expected_grads, strict=True):
+                    self.assertLess(relative_error(e, g), 1e-5)
+
+
+if __name__ == "__main__":
+    unittest.main()

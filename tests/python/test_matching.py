@@ -1,0 +1,195 @@
+"""Our operators found in model code the project did not write: seven decoders written in the
+styles of Hugging Face's Llama, Qwen2 and Mistral, GPT-NeoX, Gemma, GPT-J and the original LLaMA
+(tests/models), and — when `transformers` is installed — its real classes built from small
+configurations with random weights. The graph each is traced into, with every operator found
+replaced by its custom op (PyTorch's implementation here: no kernel is registered), must give the
+model's own outputs; look-alikes must be left alone.
+"""
+import collections
+import unittest
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import hf_style
+import other_style
+from support import build, relative_error, tensors
+
+from autokernel.runtime import capture, rewrite
+
+SPELLINGS = {
+    hf_style.LlamaStyle: {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "fused_mlp": 2,
+                          "cross_entropy": 1, "matmul": 9},
+    hf_style.Qwen2Style: {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "fused_mlp": 2, "matmul": 9},
+    hf_style.MistralStyle: {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "fused_mlp": 2, "matmul": 9},
+    other_style.NeoXStyle: {"layernorm": 5, "rotary_embedding": 4, "softmax": 2, "matmul": 9},
+    other_style.GemmaStyle: {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "matmul": 15},
+    other_style.GPTJStyle: {"layernorm": 2, "rotary_embedding": 4, "softmax": 2, "cross_entropy": 1, "matmul": 13},
+    other_style.MetaLlamaStyle: {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "fused_mlp": 2,
+                                 "matmul": 9},
+}
+LABELS = {
+    hf_style.LlamaStyle: {"sdpa with repeated key/value heads", "rotary (rotate-half)"},
+    hf_style.Qwen2Style: {"sdpa with enable_gqa"},
+    hf_style.MistralStyle: {"sdpa with repeated key/value heads"},
+    other_style.GemmaStyle: {"rmsnorm written out"},
+    other_style.GPTJStyle: {"rotary (interleaved pairs)", "layernorm written out", "softmax written out",
+                            "nll_loss(log_softmax)"},
+    other_style.MetaLlamaStyle: {"rotary (interleaved pairs)"},
+}
+
+
+def found_in(model, args, kwargs=None):
+    """(op counts, labels, the rewritten graph) of a model traced whole."""
+    captures, notes = capture.capture(model, args, kwargs or {})
+    assert len(captures) == 1 and captures[0].path == "", notes
+    found, _ = rewrite.find_all(captures[0].graph)
+    chosen = rewrite.choose(found)
+    graph = rewrite.replace(captures[0].graph, chosen)
+    return collections.Counter(m.op for m in chosen), {m.label for m in chosen}, graph
+
+
+class Spellings(unittest.TestCase):
+    def check(self, cls, dtype, tolerance):
+        model, inputs = build(cls, dtype)
+        with torch.no_grad():
+            expected = model(*inputs)
+        counts, labels, graph = found_in(model, inputs)
+        self.assertEqual(dict(counts), SPELLINGS[cls])
+        self.assertLessEqual(LABELS.get(cls, set()), labels)
+        with torch.no_grad():
+            got = graph(*inputs)
+        for e, g in zip(tensors(expected), tensors(got), strict=True):
+            self.assertLess(relative_error(e, g), tolerance)
+
+    def test_every_spelling_in_float32(self):
+        for cls in SPELLINGS:
+            with self.subTest(cls.__name__):
+                self.check(cls, torch.float32, 1e-5)
+
+    def test_half_precision_spellings(self):
+        # Casts to float and back are part of what is matched; a half model has them all.
+        for cls in (hf_style.LlamaStyle, other_style.NeoXStyle, other_style.MetaLlamaStyle):
+            with self.subTest(cls.__name__):
+                self.check(cls, torch.float16, 2e-2)
+
+
+class NotANorm(nn.Module):
+    """An RMSNorm by its parameters, but it divides by the mean absolute value."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(16))
+
+    def forward(self, x):
+        return x / torch.sqrt(x.abs().mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class NotARotary(nn.Module):
+    """Halves concatenated and mixed with tables, but the second half is not rotated back."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cos", torch.rand(8, 4))
+        self.register_buffer("sin", torch.rand(8, 4))
+
+    def forward(self, x):
+        x1, x2 = x[..., :4], x[..., 4:]
+        return torch.cat((x1 * self.cos - x2 * self.sin, x2 * self.cos - x1 * self.sin), -1)
+
+
+class PaddedAttention(nn.Module):
+    """SDPA under a mask that comes with the input: it changes from call to call."""
+
+    def forward(self, q, mask):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+class PerBatchPositions(nn.Module):
+    """Rotary whose tables depend on positions the caller passes: not one table for every call."""
+
+    def forward(self, x, positions):
+        angles = positions[:, None, :, None].float() * torch.arange(1, 5).float()
+        c, s = torch.cat((angles.cos(), angles.cos()), -1), torch.cat((angles.sin(), angles.sin()), -1)
+        return x * c + torch.cat((-x[..., 4:], x[..., :4]), -1) * s
+
+
+class LookAlikes(unittest.TestCase):
+    def ops(self, model, *inputs):
+        return found_in(model, inputs)[0]
+
+    def test_a_different_formula_is_not_taken(self):
+        self.assertNotIn("rmsnorm", self.ops(NotANorm(), torch.randn(2, 16)))
+        self.assertNotIn("layernorm", self.ops(NotANorm(), torch.randn(2, 16)))
+        self.assertNotIn("rotary_embedding", self.ops(NotARotary(), torch.randn(1, 2, 8, 8)))
+
+    def test_an_input_dependent_mask_or_table_is_not_taken(self):
+        q = torch.randn(1, 2, 8, 4)
+        self.assertNotIn("flash_attention", self.ops(PaddedAttention(), q, torch.ones(8, 8, dtype=torch.bool)))
+        positions = torch.arange(8)[None].repeat(2, 1)
+        self.assertNotIn("rotary_embedding", self.ops(PerBatchPositions(), torch.randn(2, 3, 8, 8), positions))
+
+    def test_a_geglu_mlp_is_reported_not_taken_for_swiglu(self):
+        model, inputs = build(other_style.GemmaStyle)
+        captures, _ = capture.capture(model, inputs, {})
+        found, notes = rewrite.find_all(captures[0].graph)
+        self.assertNotIn("fused_mlp", {m.op for m in found})
+        self.assertTrue(any("GeGLU" in n for n in notes), notes)
+
+
+def _transformers_models():
+    import transformers
+
+    common = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=64, use_cache=False)
+    return {
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(num_key_value_heads=2)),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(num_key_value_heads=1)),
+        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(num_key_value_heads=2)),
+        "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, dict(rotary_pct=0.25)),
+        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, dict(num_key_value_heads=1, head_dim=16)),
+    }, common
+
+
+try:
+    import transformers  # noqa: F401
+
+    HAVE_TRANSFORMERS = True
+except ImportError:
+    HAVE_TRANSFORMERS = False
+
+
+@unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
+class HuggingFaceClasses(unittest.TestCase):
+    """The real modeling code of transformers, small configurations, random weights, nothing fetched."""
+
+    EXPECTED = {"rotary_embedding": 4, "flash_attention": 2, "cross_entropy": 1}
+
+    def test_real_classes(self):
+        models, common = _transformers_models()
+        for name, (config_class, model_class, extra) in models.items():
+            with self.subTest(name), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = config_class(**common, **extra)
+                config._attn_implementation = "sdpa"
+                torch.manual_seed(0)
+                model = model_class(config).eval()
+                ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+                with torch.no_grad():
+                    expected = model(ids, labels=ids)
+                counts, _, graph = found_in(model, (ids,), {"labels": ids})
+                for op, n in self.EXPECTED.items():
+                    self.assertEqual(counts[op], n, counts)
+                norm = "layernorm" if name == "gpt_neox" else "rmsnorm"
+                self.assertEqual(counts[norm], 5, counts)
+                self.assertEqual(counts["fused_mlp"], 2 if name in ("llama", "qwen2", "mistral") else 0)
+                with torch.no_grad():
+                    got = graph(ids, labels=ids)
+                self.assertLess(relative_error(expected.logits, got.logits), 1e-5)
+                self.assertLess(relative_error(expected.loss, got.loss), 1e-5)
+
+
+if __name__ == "__main__":
+    unittest.main()
