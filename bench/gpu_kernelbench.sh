@@ -62,18 +62,19 @@ timeout "$MAP_LIMIT" "$AK" kernelbench map --level 1 ${KB_PROBLEMS:+--problems "
 echo "map exit: $? (124: the time ran out; the problems judged so far count)"
 cp "$WS/map.json" "$OUT/" 2>/dev/null
 cp "$WS/kernelbench-map.json" "$OUT/" 2>/dev/null
-mkdir -p "$OUT/records"
-for record in "$WS"/level1/*/eval.json; do
-  [[ -f $record ]] && cp "$record" "$OUT/records/$(basename "$(dirname "$record")").json"
+for record in "$WS"/level1/*/eval.json; do  # records/<problem>/eval.json, as `kernelbench score` reads a tree
+  [[ -f $record ]] || continue
+  mkdir -p "$OUT/records/$(basename "$(dirname "$record")")"
+  cp "$record" "$OUT/records/$(basename "$(dirname "$record")")/"
 done
 
 log summary
-"$AK" kernelbench score "$OUT/records" --json >"$OUT/fastp.json" 2>/dev/null
+[[ -d $OUT/records ]] && "$AK" kernelbench score "$OUT/records" --json >"$OUT/fastp.json"
 python3 - "$OUT" <<'PY'
 import json, pathlib, statistics, sys
 out = pathlib.Path(sys.argv[1])
 mapping = json.loads((out / "map.json").read_text()) if (out / "map.json").exists() else None
-records = [json.loads(p.read_text()) for p in sorted((out / "records").glob("*.json"))]
+records = [json.loads(p.read_text()) for p in sorted((out / "records").glob("*/eval.json"))]
 if mapping:
     rows = mapping["problems"]
     mapped = [r for r in rows if r.get("mapped")]
@@ -92,7 +93,7 @@ seconds = [r["seconds"]["without_build"] for r in records if "seconds" in r]
 if seconds:
     print(f"\ntime to evaluate one solution, compile excluded: median {statistics.median(seconds):.1f} s "
           f"(min {min(seconds):.1f}, max {max(seconds):.1f}, {len(seconds)} evaluations)")
-if (out / "fastp.json").exists() and records:
+if records and (out / "fastp.json").exists():
     for level in json.loads((out / "fastp.json").read_text())["levels"]:
         print(f"level {level['level']}: {level['attempted']} judged, fast_0 {level['fast_0']:.2f}, "
               f"fast_1 {level['fast_1']:.2f}, fast_2 {level['fast_2']:.2f} (vs eager)")
