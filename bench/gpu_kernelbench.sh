@@ -9,8 +9,10 @@
 #
 #   bash bench/gpu_kernelbench.sh                 # tests, then map + fast_p in the time left
 #   MODE=fastp bash bench/gpu_kernelbench.sh      # no tests: the whole call for map + fast_p
-# Every step ends by DEADLINE (465 s after the start); the map stops there with what it judged.
 #   KB_PROBLEMS=1,2,23,95 MODE=fastp bash bench/gpu_kernelbench.sh   # only these level-1 problems
+#   KB_PROBLEMS=23,95 MODE=run RUN_BUDGET=90s bash bench/gpu_kernelbench.sh
+#                                                 # the loop: our kernels optimized on each problem's shapes
+# Every step ends by DEADLINE (465 s after the start); the map stops there with what it judged.
 #
 # The device machine gets the repository only: copy the problems into the carried folder first
 # (`cp -r ../shared/kernelbench .carry/kernelbench`) and name .carry (scripts/prepare-carry.sh) in
@@ -44,7 +46,7 @@ export AUTOKERNEL_PYTHON=python3 AUTOKERNEL_KERNELBENCH=$KB_DIR TORCH_EXTENSIONS
 log build
 build_autokernel || exit 1
 
-if [[ $MODE != fastp ]]; then
+if [[ $MODE == all ]]; then
   ((TESTS_LIMIT > $(left) - 60)) && TESTS_LIMIT=$(($(left) - 60))
   log "gpu tests (limit ${TESTS_LIMIT}s)"
   PYTHONPATH=$PWD/python timeout "$TESTS_LIMIT" python3 -m unittest -v tests/kernelbench/test_kernelbench_gpu.py \
@@ -55,13 +57,15 @@ fi
 
 MAP_LIMIT=$(($(left) - 15))
 ((MAP_LIMIT < 10)) && MAP_LIMIT=10  # timeout 0 would mean no limit
-log "map --level 1 and our kernels judged on the mapped problems (limit ${MAP_LIMIT}s)"
+what=(map)
+[[ $MODE == run ]] && what=(run --budget "${RUN_BUDGET:-60s}")
+log "${what[*]} --level 1: our kernels judged on the mapped problems (limit ${MAP_LIMIT}s)"
 rm -rf "$WS"
-timeout "$MAP_LIMIT" "$AK" kernelbench map --level 1 ${KB_PROBLEMS:+--problems "$KB_PROBLEMS"} --device cuda \
+timeout "$MAP_LIMIT" "$AK" kernelbench "${what[@]}" --level 1 ${KB_PROBLEMS:+--problems "$KB_PROBLEMS"} --device cuda \
   --workspace "$WS" --baselines eager --trials 5 --max-time 1 --min-rounds 5 >"$OUT/map.log" 2>&1
 echo "map exit: $? (124: the time ran out; the problems judged so far count)"
 cp "$WS/map.json" "$OUT/" 2>/dev/null
-cp "$WS/kernelbench-map.json" "$OUT/" 2>/dev/null
+cp "$WS"/kernelbench-*.json "$OUT/" 2>/dev/null
 for record in "$WS"/level1/*/eval.json; do  # records/<problem>/eval.json, as `kernelbench score` reads a tree
   [[ -f $record ]] || continue
   mkdir -p "$OUT/records/$(basename "$(dirname "$record")")"

@@ -1,7 +1,8 @@
 """`autokernel kernelbench` as a user runs it ($AK_CLI_PATH), on the CPU: one-line errors for bad
-input, eval's table and record, fast_p arithmetic from records, map finding our operators by what
-the references call (and judging a ModelNew of our host kernels), and run with a scripted agent
-that cheats first and, told why it was rejected, submits an honest solution."""
+input, eval's table and record, fast_p arithmetic from records, run finding our operators by what
+the references call, optimizing our host kernels on the problem's shapes and judging a ModelNew of
+them, and run with a scripted agent that cheats first and, told why it was rejected, submits an
+honest solution."""
 import json
 import os
 import pathlib
@@ -76,9 +77,12 @@ class KernelBenchCli(unittest.TestCase):
         # a correct record without a time counts for fast_0 only
         self.assertEqual((two["fast_0"], two["fast_1"]), (0.5, 0.0))
 
-    def test_map_finds_our_operators_and_judges_our_kernels(self):
-        run = kernelbench("map", "--dir", PROBLEMS, "--level", "1", "--problems", "1,3", "--device", "cpu",
-                          "--workspace", self.dir, "--trials", "2", "--no-timing", "--json")
+    def test_run_maps_by_what_the_references_call_optimizes_and_judges_our_kernels(self):
+        # run --proposer search is map (the references profiled, our operators matched), then the
+        # loop on each mapped problem's own shapes, then the judge on a ModelNew of our kernels.
+        run = kernelbench("run", "--dir", PROBLEMS, "--level", "1", "--problems", "1,3", "--device", "cpu",
+                          "--workspace", self.dir, "--budget", "1", "--quick", "--trials", "2", "--no-timing",
+                          "--json")
         self.assertEqual(run.returncode, 0, run.stderr[-2000:])
         rows = {row["key"]: row for row in json.loads(run.stdout)["problems"]}
         softmax, relu = rows["level1/1_Softmax_wide.py"], rows["level1/3_ReLU.py"]
@@ -87,10 +91,11 @@ class KernelBenchCli(unittest.TestCase):
         self.assertFalse(relu["mapped"])
         self.assertEqual(relu["ops"], [])
         self.assertEqual(softmax["record"]["status"], "PASS", softmax["record"]["reason"])
-        self.assertNotIn("record", relu)
-        generated = (self.dir / "level1" / "1_Softmax_wide" / "model_new.py").read_text()
-        self.assertIn("softmax_16x32768_fp32", generated)  # the kernel extracted at the problem's own shape
-        self.assertEqual(softmax["record"]["solution"], str(self.dir / "level1" / "1_Softmax_wide" / "model_new.py"))
+        self.assertNotIn("record", relu)  # not attempted
+        workspace = self.dir / "level1" / "1_Softmax_wide"
+        self.assertEqual(json.loads((workspace / "run.json").read_text())["kernels"][0]["experiments"], 1)
+        self.assertIn("softmax_16x32768_fp32", (workspace / "model_new.py").read_text())
+        self.assertEqual(softmax["record"]["solution"], str(workspace / "model_new.py"))
 
     def test_run_with_an_agent_that_cheats_then_is_honest(self):
         agent = f"{sys.executable} {HERE / 'agents' / 'scripted_agent.py'} zeros,honest_softmax"
