@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/python.h"
+#include "loop/alternatives.h"
 #include "loop/run_state.h"
 #include "profile/kernel_manifest.h"
 #include "profile/profile_doc.h"
@@ -43,12 +44,13 @@ std::map<std::string, std::pair<bool, std::string>> verify_decisions(const fs::p
   return decisions;
 }
 
-// The plan's kernels with a version that passed the harness in the run.
+// The plan's kernels with a version that passed the harness in the run (of alternatives of one
+// slot, `--backend both`, the fastest: the others are not exported).
 Plan passed_kernels(const Plan& plan, const RunState& run, const fs::path& ws) {
   Plan passed{plan.name, plan.shares_from_baselines, {}};
   for (const PlanKernel& k : plan.kernels)
     for (const KernelState& s : run.kernels)
-      if (s.name == k.name && s.best_us > 0) passed.kernels.push_back(k);
+      if (s.name == k.name && s.best_us > 0 && slot_leader(run.kernels, s) == &s) passed.kernels.push_back(k);
   if (passed.kernels.empty())
     throw Error(ErrorKind::Usage,
                 "no kernel of " + ws.string() + " passed the harness in its run: nothing to export");

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/python.h"
+#include "loop/alternatives.h"
 #include "loop/run_state.h"
 #include "profile/kernel_manifest.h"
 #include "profile/profile_doc.h"
@@ -129,6 +130,13 @@ ManifestEntry candidacy(const PlanModule& m, const std::optional<RunState>& run,
   const auto k = std::find_if(run->kernels.begin(), run->kernels.end(),
                               [&](const KernelState& s) { return s.name == m.kernel.name; });
   if (k != run->kernels.end() && k->best_us > 0) {
+    if (const KernelState* leader = slot_leader(run->kernels, *k); leader != &*k) {
+      // Alternatives of one slot (`--backend both`): the faster checked one is the slot's kernel.
+      e.use = all;
+      e.why = "slower than its alternative " + leader->name + " (" + kernel_backend(leader->file) + ", " +
+              microseconds(leader->best_us) + " µs per call)";
+      return e;
+    }
     e.best_us = k->best_us;
     e.checked = harness_problems(m.kernel, run->settings.quick);
     e.why = "passed the harness (" + microseconds(k->best_us) + " µs per call)";
