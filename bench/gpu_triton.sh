@@ -10,9 +10,9 @@
 #   bash bench/gpu_triton.sh                      # from the repository root, on the GPU machine
 #   DEADLINE=900 COMPARE_COMPILE=1 bash bench/gpu_triton.sh
 #
-# Carry .carry: the build's small libraries (scripts/prepare-carry.sh) and, for the Liger column,
-# .carry/wheels/liger_kernel-0.8.5-py3-none-any.whl (`pip download liger-kernel==0.8.5 --no-deps
-# -d .carry/wheels`); without the wheel the Liger cells say "absent". Files under $OUT: env.txt,
+# Carry .carry: the build's small libraries (scripts/prepare-carry.sh, which remakes .carry) and
+# then, for the Liger column, the wheel (`.venv/bin/pip download liger-kernel==0.8.5 --no-deps -d
+# .carry/wheels`); without it the Liger cells say "absent". Files under $OUT: env.txt,
 # build.log, ctest.log, bench.jsonl, check.jsonl, compare.json, compare.log, results.tsv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
