@@ -87,6 +87,7 @@ def _wheel(manifest, workspace, out, dist, import_name, description):
     _package(manifest, workspace, out / import_name, description)
     (out / "pyproject.toml").write_text(_render("pyproject.toml", DIST=dist, IMPORT=import_name,
                                                 DESCRIPTION=description))
+    (out / "setup.py").write_text(_render("setup.py"))
 
 
 def _hf_kernels(manifest, workspace, out, dist, import_name, description):

@@ -1,0 +1,171 @@
+"""The user's path on the CPU with the host backend: profile → extract → optimize → export, then
+pip install the package into a fresh virtual environment, import it, apply it to the model and
+get eager's outputs; the same export in the Hugging Face `kernels` layout loaded by the real
+`kernels` package; an export for another architecture or PyTorch runs PyTorch's ops; exporting
+nothing, and installing without PyTorch, are one-line errors; extract starts from a shipped
+profile without running the model.
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import unittest
+
+from support import CLI, MODELS, Scratch, engine
+
+MODEL = f"{MODELS}/hf_style.py:Qwen2Style"
+# Applies the exported package to the test model and prints what ran and how far from eager.
+APPLY = textwrap.dedent("""
+    import importlib, json, sys, torch
+    sys.path.insert(0, {models!r})
+    import hf_style
+    package = importlib.import_module({package!r})
+    torch.manual_seed(0)
+    model = hf_style.Qwen2Style().eval()
+    inputs = model.make_inputs((2, 16), torch.device("cpu"), torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = model(*inputs)
+    package.apply(model, inputs)
+    with torch.no_grad():
+        got = model(*inputs)
+    report = package.report(model)
+    print(json.dumps({{"error": float((got - expected).norm() / expected.norm()),
+                      "plugged": len(report.plugged()), "loaded": [k.name for k in package.KERNELS],
+                      "not_loaded": package.NOT_LOADED, "file": package.__file__}}))
+""")
+
+
+def last_json(text):
+    return json.loads(text.strip().splitlines()[-1])
+
+
+@unittest.skipUnless(CLI, "AK_CLI_PATH names the autokernel binary")
+class Export(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = Scratch()
+        cls.dir = cls.scratch.__enter__()
+        cls.ws = cls.dir / "workspace"
+        engine("profile", "--model", MODEL, "--workspace", str(cls.ws), "--json")
+        engine("extract", "--top", "2", "--backend", "host", "--workspace", str(cls.ws), "--json")
+        engine("optimize", "--workspace", str(cls.ws), "--backend", "host", "--budget", "2", "--quick", "--json")
+        cls.wheel = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "wheel"), "--json")
+        cls.hf = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "hf"), "--format",
+                        "hf-kernels", "--json")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.scratch.__exit__(None, None, None)
+
+    def python(self, python, script, env=None):
+        run = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=self.dir)
+        return run
+
+    def test_the_wheel_installs_imports_and_applies(self):
+        # The export is built into a wheel here (this Python has setuptools), then installed into a
+        # fresh environment, offline.
+        dist = self.dir / "dist"
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
+                        "--no-build-isolation", "--wheel-dir", str(dist), str(self.dir / "wheel")],
+                       check=True, capture_output=True)
+        (wheel,) = dist.glob("*.whl")
+        venv = self.dir / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+                       check=True, capture_output=True)
+        package = self.wheel["import"]
+        clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        # A fresh environment has no PyTorch: importing says so in one line.
+        bare = self.python(python, f"import {package}", clean)
+        self.assertNotEqual(bare.returncode, 0)
+        self.assertIn("needs PyTorch in this Python environment: pip install torch", bare.stderr.splitlines()[-1])
+        # With this Python's PyTorch visible (a .pth line), the installed package runs the kernels.
+        site = pathlib.Path(subprocess.check_output([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                                                    text=True).strip())
+        (site / "project_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        run = self.python(python, APPLY.format(models=str(MODELS), package=package), clean)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        answer = last_json(run.stdout)
+        self.assertTrue(answer["file"].startswith(str(venv)), answer["file"])  # the installed copy
+        self.assertEqual(len(answer["loaded"]), 2, answer)
+        self.assertGreater(answer["plugged"], 0)
+        self.assertLess(answer["error"], 1e-4)
+
+    def test_the_kernels_package_loads_the_hf_export(self):
+        # The `kernels` loader imports the variant directory as a package: the same apply() and ops.
+        loader = textwrap.dedent(f"""
+            import pathlib, sys, kernels
+            module = kernels.get_local_kernel(pathlib.Path({str(self.dir / 'hf')!r}), backend="cpu")
+            sys.modules["exported"] = module
+        """)
+        run = self.python(sys.executable, loader + APPLY.format(models=str(MODELS), package="exported"),
+                          dict(os.environ, HF_HUB_OFFLINE="1"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        answer = last_json(run.stdout)
+        self.assertEqual(len(answer["loaded"]), 2, answer)
+        self.assertGreater(answer["plugged"], 0)
+        self.assertLess(answer["error"], 1e-4)
+        self.assertIn("/build/torch", answer["file"])
+
+    def test_an_export_for_another_machine_runs_pytorch(self):
+        for field, value, reason in (("arch", "sm_90a", "this device is host:"),
+                                     ("torch", "1.13.1", "built for PyTorch 1.13")):
+            with self.subTest(field):
+                copy = self.dir / f"moved-{field}"
+                shutil.copytree(self.dir / "wheel", copy)
+                manifest_file = copy / self.wheel["import"] / "kernels.json"
+                manifest = json.loads(manifest_file.read_text())
+                if field == "arch":
+                    for kernel in manifest["kernels"]:
+                        kernel["arch"] = value
+                else:
+                    manifest["built_with"]["torch"] = value
+                manifest_file.write_text(json.dumps(manifest))
+                run = self.python(sys.executable, APPLY.format(models=str(MODELS), package=self.wheel["import"]),
+                                  dict(os.environ, PYTHONPATH=str(copy)))
+                self.assertEqual(run.returncode, 0, run.stderr)
+                answer = last_json(run.stdout)
+                self.assertEqual((answer["loaded"], answer["plugged"]), ([], 0))
+                self.assertIn(reason, answer["not_loaded"])
+                self.assertIn("PyTorch's ops run instead", run.stderr)
+                self.assertLess(answer["error"], 1e-6)
+
+    def test_nothing_to_export_is_one_line(self):
+        empty = self.dir / "empty"
+        empty.mkdir()
+        cases = [(empty, "run `autokernel profile"),
+                 (self.ws / "no-run", "no optimization run")]
+        shutil.copytree(self.ws, self.ws / "no-run", ignore=shutil.ignore_patterns("run.json", "no-run"))
+        for workspace, message in cases:
+            run = engine("export", "--workspace", str(workspace), "--out", str(self.dir / "nothing"), check=False)
+            self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+            self.assertIn(message, run.stderr.strip().splitlines()[-1])
+            self.assertFalse((self.dir / "nothing").exists())
+
+
+@unittest.skipUnless(CLI, "AK_CLI_PATH names the autokernel binary")
+class ShippedProfiles(unittest.TestCase):
+    def test_extract_starts_from_a_shipped_profile_without_running_the_model(self):
+        with Scratch() as directory:
+            ws = directory / "workspace"
+            # No Python at all: the model cannot run, extract must not need it.
+            env = dict(os.environ, AUTOKERNEL_PYTHON="/bin/false")
+            run = engine("extract", "--model", "llama", "--workspace", str(ws), "--top", "3", check=False, env=env)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("using the shipped profile of llama", run.stderr)
+            plan = json.loads((ws / "plan.json").read_text())
+            self.assertEqual(len(plan["kernels"]), 3)
+            self.assertTrue(json.loads((ws / "profile.json").read_text())["shipped_from"])
+            unknown = engine("extract", "--model", "resnet9000", "--workspace", str(directory / "other"),
+                             check=False, env=env)
+            self.assertEqual(unknown.returncode, 2)
+            self.assertIn("none shipped", unknown.stderr.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()
