@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libopenblas-dev clang-format
   libseccomp-dev      # the sandbox of the process that runs a kernel's code
   python3-matplotlib  # the progress plot of `autokernel report` (system python3)
-  python3-torch       # the model bridge (python/autokernel) on the CPU: profile, verify and their tests
+  python3-venv        # the project's Python environment (.venv: PyTorch from PyPI for the bridge)
 )
 
 missing=()

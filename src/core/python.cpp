@@ -10,15 +10,20 @@
 namespace ak {
 namespace {
 
-bool imports(const std::string& python, std::string_view module) {
+bool runs(const std::string& python, const std::string& code) {
   ProcessOptions options;
   options.timeout = std::chrono::seconds(120);  // a first import of matplotlib builds its font cache
   try {
-    return run_process({python, "-c", "import " + std::string(module)}, options).ok();
+    return run_process({python, "-c", code}, options).ok();
   } catch (const Error&) {
     return false;  // no such interpreter
   }
 }
+
+// The bridge traces models with torch.export and registers torch.library custom ops: torch >= 2.5.
+constexpr const char* kBridgeCheck =
+    "import re, sys, torch; sys.exit(tuple(int(v) for v in re.findall(r'\\d+', torch.__version__)[:2]) < (2, "
+    "5))";
 
 // The bridge's own reason: its last "autokernel: ..." line (the rest is progress).
 std::string bridge_reason(const ProcessResult& run) {
@@ -36,7 +41,7 @@ std::string bridge_reason(const ProcessResult& run) {
 
 }  // namespace
 
-std::optional<std::string> find_python(std::string_view module, std::string& tried) {
+std::optional<std::string> find_python_running(const std::string& code, std::string& tried) {
   // The project's own environment first (scripts/install-python.sh): a current PyTorch from PyPI.
   const std::string venv = (project_dir() / ".venv" / "bin" / "python").string();
   std::vector<std::string> candidates = {venv, "python3", "/usr/bin/python3"};
@@ -46,17 +51,21 @@ std::optional<std::string> find_python(std::string_view module, std::string& tri
     tried = std::string("AUTOKERNEL_PYTHON=") + env;
   }
   for (const auto& python : candidates)
-    if (imports(python, module)) return python;
+    if (runs(python, code)) return python;
   return std::nullopt;
+}
+
+std::optional<std::string> find_python(std::string_view module, std::string& tried) {
+  return find_python_running("import " + std::string(module), tried);
 }
 
 void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout) {
   std::string tried;
-  const auto python = find_python("torch", tried);
+  const auto python = find_python_running(kBridgeCheck, tried);
   if (!python)
     throw Error(ErrorKind::Unsupported,
-                "no Python with PyTorch (tried " + tried +
-                    "); install it (scripts/install-deps.sh) or set AUTOKERNEL_PYTHON");
+                "no Python with PyTorch >= 2.5 (tried " + tried +
+                    "); make the project's environment (scripts/install-python.sh) or set AUTOKERNEL_PYTHON");
   const auto package_root = project_dir() / "python";
   std::string path = package_root.string();
   if (const char* existing = std::getenv("PYTHONPATH"); existing && *existing)

@@ -15,10 +15,14 @@ namespace ak {
 // package that the system one has from Debian. `tried` names the candidates, for the error.
 std::optional<std::string> find_python(std::string_view module, std::string& tried);
 
+// The same search, for the first Python in which `code` runs without an error.
+std::optional<std::string> find_python_running(const std::string& code, std::string& tried);
+
 // Runs `python -m autokernel ARGS` (the bridge, with python/ of the project on PYTHONPATH) in a
-// Python that has PyTorch. Its progress lines go to stderr as they come. Throws Error(Unsupported)
-// when no Python has PyTorch, Error(Timeout) past `timeout`, and otherwise, when it fails, an
-// error carrying the bridge's own one-line reason: Usage for its exit code 2, Io for the rest.
+// Python that has PyTorch >= 2.5 (torch.export, torch.library's fake and autograd registration).
+// Its progress lines go to stderr as they come. Throws Error(Unsupported) when no Python has such
+// a PyTorch, Error(Timeout) past `timeout`, and otherwise, when it fails, an error carrying the
+// bridge's own one-line reason: Usage for its exit code 2, Io for the rest.
 void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout);
 
 }  // namespace ak

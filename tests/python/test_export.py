@@ -15,7 +15,7 @@ import sysconfig
 import textwrap
 import unittest
 
-from support import CLI, MODELS, Scratch, engine
+from support import CLI, MODELS, ROOT, Scratch, engine
 
 MODEL = f"{MODELS}/hf_style.py:Qwen2Style"
 # Applies the exported package to the test model and prints what ran and how far from eager.
@@ -30,12 +30,30 @@ APPLY = textwrap.dedent("""
     with torch.no_grad():
         expected = model(*inputs)
     package.apply(model, inputs)
+    # As the README's path goes on: compiled whole (aot_eager: Inductor's codegen would be slow here)
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=True)
     with torch.no_grad():
-        got = model(*inputs)
+        got = compiled(*inputs)
     report = package.report(model)
     print(json.dumps({{"error": float((got - expected).norm() / expected.norm()),
                       "plugged": len(report.plugged()), "loaded": [k.name for k in package.KERNELS],
                       "not_loaded": package.NOT_LOADED, "file": package.__file__}}))
+""")
+# The bridge itself, installed: autokernel.apply with a run's workspace.
+BRIDGE = textwrap.dedent("""
+    import json, sys, torch
+    sys.path.insert(0, {models!r})
+    import hf_style, autokernel
+    torch.manual_seed(0)
+    model = hf_style.Qwen2Style().eval()
+    inputs = model.make_inputs((2, 16), torch.device("cpu"), torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = model(*inputs)
+    autokernel.apply(model, inputs, workspace={workspace!r})
+    with torch.no_grad():
+        got = model(*inputs)
+    print(json.dumps({{"error": float((got - expected).norm() / expected.norm()),
+                      "plugged": len(autokernel.report(model).plugged()), "file": autokernel.__file__}}))
 """)
 
 
@@ -53,6 +71,8 @@ class Export(unittest.TestCase):
         engine("profile", "--model", MODEL, "--workspace", str(cls.ws), "--json")
         engine("extract", "--top", "2", "--backend", "host", "--workspace", str(cls.ws), "--json")
         engine("optimize", "--workspace", str(cls.ws), "--backend", "host", "--budget", "2", "--quick", "--json")
+        # verify writes the workspace's kernels.json, what autokernel.apply(workspace=...) reads
+        engine("verify", "--workspace", str(cls.ws), "--compile-modes", "none", "--iterations", "1", "--json")
         cls.wheel = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "wheel"), "--json")
         cls.hf = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "hf"), "--format",
                         "hf-kernels", "--json")
@@ -65,18 +85,18 @@ class Export(unittest.TestCase):
         run = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=self.dir)
         return run
 
-    def test_the_wheel_installs_imports_and_applies(self):
-        # The export is built into a wheel here (this Python has setuptools), then installed into a
-        # fresh environment, offline.
+    def test_the_user_path_pip_install_import_apply_compile(self):
+        # The export and the bridge (./python) are built into wheels here (this Python has
+        # setuptools), then installed into a fresh environment, offline.
         dist = self.dir / "dist"
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
-                        "--no-build-isolation", "--wheel-dir", str(dist), str(self.dir / "wheel")],
-                       check=True, capture_output=True)
-        (wheel,) = dist.glob("*.whl")
+        for project in (self.dir / "wheel", ROOT / "python"):
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
+                            "--no-build-isolation", "--wheel-dir", str(dist), str(project)],
+                           check=True, capture_output=True)
         venv = self.dir / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = str(venv / "bin" / "python")
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", *map(str, dist.glob("*.whl"))],
                        check=True, capture_output=True)
         package = self.wheel["import"]
         clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -84,6 +104,8 @@ class Export(unittest.TestCase):
         bare = self.python(python, f"import {package}", clean)
         self.assertNotEqual(bare.returncode, 0)
         self.assertIn("needs PyTorch in this Python environment: pip install torch", bare.stderr.splitlines()[-1])
+        bare = self.python(python, "import autokernel", clean)
+        self.assertIn("autokernel needs PyTorch (>= 2.5)", bare.stderr.splitlines()[-1])
         # With this Python's PyTorch visible (a .pth line), the installed package runs the kernels.
         site = pathlib.Path(subprocess.check_output([python, "-c", "import site; print(site.getsitepackages()[0])"],
                                                     text=True).strip())
@@ -93,6 +115,13 @@ class Export(unittest.TestCase):
         answer = last_json(run.stdout)
         self.assertTrue(answer["file"].startswith(str(venv)), answer["file"])  # the installed copy
         self.assertEqual(len(answer["loaded"]), 2, answer)
+        self.assertGreater(answer["plugged"], 0)
+        self.assertLess(answer["error"], 1e-4)
+        # The bridge, installed the same way, applies a run's workspace.
+        run = self.python(python, BRIDGE.format(models=str(MODELS), workspace=str(self.ws)), clean)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        answer = last_json(run.stdout)
+        self.assertTrue(answer["file"].startswith(str(venv)), answer["file"])
         self.assertGreater(answer["plugged"], 0)
         self.assertLess(answer["error"], 1e-4)
 
@@ -139,8 +168,14 @@ class Export(unittest.TestCase):
         empty = self.dir / "empty"
         empty.mkdir()
         cases = [(empty, "run `autokernel profile"),
-                 (self.ws / "no-run", "no optimization run")]
-        shutil.copytree(self.ws, self.ws / "no-run", ignore=shutil.ignore_patterns("run.json", "no-run"))
+                 (self.dir / "no-run", "no optimization run"),
+                 (self.dir / "all-failed", "passed the harness in its run: nothing to export")]
+        shutil.copytree(self.ws, self.dir / "no-run", ignore=shutil.ignore_patterns("run.json"))
+        shutil.copytree(self.ws, self.dir / "all-failed")
+        run_state = json.loads((self.dir / "all-failed" / "run.json").read_text())
+        for kernel in run_state["kernels"]:  # as a run whose every version failed the harness leaves it
+            kernel["best_us"] = 0.0
+        (self.dir / "all-failed" / "run.json").write_text(json.dumps(run_state))
         for workspace, message in cases:
             run = engine("export", "--workspace", str(workspace), "--out", str(self.dir / "nothing"), check=False)
             self.assertEqual(run.returncode, 2, run.stdout + run.stderr)

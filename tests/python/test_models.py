@@ -188,12 +188,13 @@ class PrimitiveTest(unittest.TestCase):
 
 class RegistryTest(unittest.TestCase):
     def test_names_shapes_and_kinds(self):
-        expected = {"gpt2", "llama", "llama-7b", "bert", "gpt2-tiny", "llama-tiny", "bert-tiny"}
+        expected = {"gpt2", "llama", "llama-7b", "llama-7b-4l", "bert", "gpt2-tiny", "llama-tiny", "bert-tiny"}
         self.assertEqual(set(models.MODELS), expected)
+        shapes = {"llama-7b-4l": (1, 2048)}  # the GPU-bound configuration: one long sequence
         for name, spec in models.MODELS.items():
             self.assertEqual(spec.name, name)
             self.assertEqual(spec.input_kind, "tokens")
-            self.assertEqual(spec.default_shape, (2, 16) if name.endswith("-tiny") else (8, 512))
+            self.assertEqual(spec.default_shape, (2, 16) if name.endswith("-tiny") else shapes.get(name, (8, 512)))
             self.assertTrue(spec.summary)
 
     def test_unknown_name_raises_key_error_listing_the_known_ones(self):
@@ -215,6 +216,7 @@ class RegistryTest(unittest.TestCase):
             "gpt2": (gpt2.parameter_count(gpt2.GPT2_SMALL), 120e6, 130e6),
             "llama": (llama.parameter_count(llama.LLAMA_COMPACT), 100e6, 160e6),
             "llama-7b": (llama.parameter_count(llama.LLAMA_7B), 6.5e9, 7.0e9),
+            "llama-7b-4l": (llama.parameter_count(models.LLAMA_7B_4L), 1.0e9, 1.1e9),
             "bert": (bert.parameter_count(bert.BERT_BASE), 105e6, 115e6),
         }
         for name, (count, low, high) in ranges.items():

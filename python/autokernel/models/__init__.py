@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -63,10 +64,16 @@ def _spec(name: str, summary: str, model_class, config, language_model: bool, de
 
 _FULL = (8, 512)
 _TINY = (2, 16)
+# GPU-bound: four of the 7B configuration's 32 layers on one 2048-token sequence do ~1.7 TFLOP
+# per forward pass, so the kernels, not the launches, set its time (the compact LLaMA at 8 x 512
+# is launch-bound on an H100).
+LLAMA_7B_4L = dataclasses.replace(llama.LLAMA_7B, n_layers=4)
 _SPECS = (
     _spec("gpt2", "GPT-2 small (124M)", gpt2.GPT2, gpt2.GPT2_SMALL, True, _FULL),
     _spec("llama", "compact LLaMA (125M, grouped-query)", llama.Llama, llama.LLAMA_COMPACT, True, _FULL),
     _spec("llama-7b", "LLaMA 7B configuration (6.7B)", llama.Llama, llama.LLAMA_7B, True, _FULL),
+    _spec("llama-7b-4l", "LLaMA 7B configuration, 4 of its 32 layers (GPU-bound at 1 x 2048)", llama.Llama,
+          LLAMA_7B_4L, True, (1, 2048)),
     _spec("bert", "BERT-base encoder (109M)", bert.Bert, bert.BERT_BASE, False, _FULL),
     _spec("gpt2-tiny", "GPT-2 for fast tests (0.12M)", gpt2.GPT2, gpt2.GPT2_TINY, True, _TINY),
     _spec("llama-tiny", "LLaMA for fast tests (0.12M)", llama.Llama, llama.LLAMA_TINY, True, _TINY),

@@ -69,17 +69,18 @@ def _here(backend):
 
 def load(path, names=None, only_used=True):
     """Registers the manifest's kernels that fit this machine (those named in `names`, else those
-    marked for use); returns (the registered kernels, every kernel's entry, why others were not)."""
+    marked for use); returns (the registered kernels, every kernel's entry, why some were not)."""
     path, document = read(path)
     built_with = document.get("built_with", {})
-    entries = [k for k in document.get("kernels", [])
-               if (k["name"] in names if names is not None else (k.get("use", True) or not only_used))]
+    every = document.get("kernels", [])
+    wanted = (lambda k: k["name"] in names) if names is not None else (lambda k: k.get("use", True) or not only_used)
+    entries = [k for k in every if wanted(k)]
     mismatch = environment_mismatch(built_with)
     if mismatch is not None:
         if entries:
             log.warning("%s: the kernels of %s are not used: %s; PyTorch's ops run instead", NAMESPACE, path,
                         mismatch)
-        return [], entries, mismatch
+        return [], every, mismatch
     here = _here(built_with.get("backend"))
     registered, skipped = [], []
     for entry in entries:
@@ -96,4 +97,4 @@ def load(path, names=None, only_used=True):
         reason = f"built for {entries[0]['arch']}, this device is {here}"
         log.warning("%s: %d kernels of %s are not used (%s); PyTorch's ops run instead", NAMESPACE,
                     len(skipped), path, reason)
-    return registered, entries, reason
+    return registered, every, reason

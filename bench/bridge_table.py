@@ -1,0 +1,63 @@
+"""The table bench/gpu_bridge.sh prints last: per model and mode, PyTorch and ours as a user runs
+the model (median wall time per forward pass), the ratio, the kernels plugged in, and issue 11's
+targets (ours in eager >= 1.3x eager; ours under torch.compile >= 1.05x torch.compile alone in the
+same mode) for the two LLaMA configurations. Writes OUT/bridge.json with the same rows.
+
+    python3 bench/bridge_table.py OUT llama llama-7b-4l gpt2 bert
+"""
+import json
+import pathlib
+import sys
+
+TARGETS = {"eager": 1.3, "default": 1.05, "max-autotune-no-cudagraphs": 1.05, "reduce-overhead": 1.05}
+TARGET_MODELS = ("llama", "llama-7b-4l")
+
+
+def rows_of(model, verify):
+    rows = []
+    for row in verify["timing"]["rows"]:
+        torch_us, ours_us = row.get("torch_us"), row.get("ours_us")
+        ratio = torch_us / ours_us if torch_us and ours_us else None
+        target = TARGETS.get(row["mode"]) if model in TARGET_MODELS else None
+        rows.append({"model": model, "mode": row["mode"], "torch_us": torch_us, "ours_us": ours_us, "ratio": ratio,
+                     "kernels": len(row.get("kernels", [])), "target": target,
+                     "met": None if target is None or ratio is None else ratio >= target,
+                     "note": row.get("note", "")})
+    replay = verify["timing"].get("replay", {})
+    if "eager_us" in replay:
+        ours = replay.get("ours_us")
+        rows.append({"model": model, "mode": "graph replay", "torch_us": replay["eager_us"], "ours_us": ours,
+                     "ratio": replay["eager_us"] / ours if ours else None, "kernels": len(replay.get("kernels", [])),
+                     "target": None, "met": None, "note": replay.get("ours_note", "")})
+    return rows
+
+
+def cell(value, form):
+    return "-" if value is None else form.format(value)
+
+
+def main(out, models):
+    out = pathlib.Path(out)
+    rows, missing = [], []
+    for model in models:
+        path = out / model / "verify.json"
+        if path.is_file():
+            verify = json.loads(path.read_text())
+            rows.extend(rows_of(model, verify))
+            if not verify.get("passed", False):
+                missing.append(f"{model}: outputs DIFFER from eager (see {model}/verify.txt)")
+        else:
+            missing.append(f"{model}: no verify.json (skipped or failed: see bridge.log)")
+    (out / "bridge.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"{'model':12s} {'mode':28s} {'PyTorch us':>11s} {'ours us':>11s} {'ratio':>6s} {'in':>3s} target")
+    for r in rows:
+        target = "" if r["target"] is None else f">= {r['target']:.2f}x " + {True: "met", False: "MISSED", None: "-"}[
+            r["met"]]
+        print(f"{r['model']:12s} {r['mode']:28s} {cell(r['torch_us'], '{:11.0f}')} {cell(r['ours_us'], '{:11.0f}')} "
+              f"{cell(r['ratio'], '{:5.2f}x')} {r['kernels']:3d} {target} {r['note'][:60]}")
+    for line in missing:
+        print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# One device call (under 8 minutes on an H100) for the model bridge: the end-to-end tables of
+# issue 11 and the shipped profiles of issue 12.
+#
+#  1. build the CLI;
+#  2. profile the shipped models at their default shapes in fp16 (llama, gpt2, bert at 8 x 512;
+#     llama-7b-4l, the GPU-bound configuration, at 1 x 2048) and write each profile, under its
+#     shipped name, to $OUT/profiles/ (copy them into python/autokernel/profiles/ and commit);
+#  3. for each model: extract its top kernels (CUDA starters, or the kept versions after
+#     OPTIMIZE_BUDGET of optimize) and verify: eager, torch.compile in each mode, ours applied in
+#     eager and under torch.compile in each mode (fullgraph=True: a graph break fails the row),
+#     plugging decided by timing the whole model in DECIDE_MODE, plus the CUDA-graph replays;
+#  4. print one table (bench/bridge_table.py), $OUT/bridge.json holding it.
+#
+# Every step has its own time limit and verify a budget (no measurement starts that would not fit),
+# so the call ends in time with what finished in $OUT. Needs .carry (scripts/prepare-carry.sh):
+#   run(command="bash bench/gpu_bridge.sh", carry=[".carry"], timeout_s=480)
+# What does not fit in the deadline is skipped and says so in the table; a later call can go
+# deeper on fewer models, e.g.
+#   PARTS="llama" LLAMA_MODES=max-autotune-no-cudagraphs OPTIMIZE_BUDGET=60s bash bench/gpu_bridge.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_env.sh
+PARTS=${PARTS:-"profiles llama llama-7b-4l gpt2 bert"}
+DEADLINE_S=${DEADLINE_S:-450}        # the whole script, from its start
+DECIDE_MODE=${DECIDE_MODE:-default}  # the mode plugging is decided in
+TOP=${TOP:-4}
+OPTIMIZE_BUDGET=${OPTIMIZE_BUDGET:-}  # e.g. 60s: optimize each model's kernels before verify
+AK=$PWD/build-gpu/autokernel
+START=$(date +%s)
+log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a "$OUT/bridge.log"; }
+left() { echo $((DEADLINE_S - ($(date +%s) - START))); }
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
+  git log -1 --format='commit %H' 2>/dev/null || true
+} 2>&1 | tee "$OUT/bridge.log"
+
+log build
+build_autokernel || exit 1
+
+declare -A SHAPE=([llama]=8,512 [gpt2]=8,512 [bert]=8,512 [llama-7b-4l]=1,2048)
+# torch.compile modes timed per model (each is compiled with and without our kernels, and in
+# DECIDE_MODE once more per kernel): the targets are the two LLaMAs'; GPT-2 and BERT get a first row.
+ALL_MODES=default,max-autotune-no-cudagraphs,reduce-overhead
+declare -A MODES=([llama]=${LLAMA_MODES:-$ALL_MODES} [llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
+                  [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default})
+# The share of what is left that each model's verify may use (the GPU-bound model compiles longest).
+declare -A SHARE=([llama]=35 [llama-7b-4l]=45 [gpt2]=50 [bert]=100)
+MODELS=(llama llama-7b-4l gpt2 bert)
+
+profile() {  # MODEL: profile into its workspace; with `profiles`, also ship it
+  local model=$1 ws=/tmp/bridge-$1 ship=()
+  want profiles && ship=(--ship "$OUT/profiles")
+  rm -rf "$ws"
+  log "profile $model (${SHAPE[$model]}, fp16)"
+  timeout 150 "$AK" profile --model "$model" --input-shape "${SHAPE[$model]}" --dtype fp16 --workspace "$ws" \
+    "${ship[@]}" --rows 12 >"$OUT/profile-$model.txt" 2>&1
+  local rc=$?
+  tail -16 "$OUT/profile-$model.txt"
+  mkdir -p "$OUT/$model" && cp "$ws/profile.json" "$OUT/$model/" 2>/dev/null
+  return $rc
+}
+
+table() {  # MODEL: extract, optionally optimize, and verify within its share of the time left
+  local model=$1 ws=/tmp/bridge-$1
+  [[ -f $ws/profile.json ]] || profile "$model" || return 1
+  timeout 60 "$AK" extract --top "$TOP" --workspace "$ws" >"$OUT/$model/extract.txt" 2>&1 || return 1
+  if [[ -n $OPTIMIZE_BUDGET ]]; then
+    log "optimize $model ($OPTIMIZE_BUDGET)"
+    timeout $(($(left) / 2)) "$AK" optimize --workspace "$ws" --budget "$OPTIMIZE_BUDGET" >"$OUT/$model/optimize.txt" 2>&1
+  fi
+  local budget=$(($(left) * SHARE[$model] / 100))
+  ((budget < 30)) && { log "skip $model: $(left) s left"; return 1; }
+  log "verify $model (budget ${budget}s, decided in $DECIDE_MODE)"
+  timeout $((budget + 60)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
+    --compile-modes "${MODES[$model]}" --iterations 20 >"$OUT/$model/verify.txt" 2>&1
+  echo "verify $model exit: $?" | tee -a "$OUT/bridge.log"
+  tail -12 "$OUT/$model/verify.txt"
+  cp "$ws/verify.json" "$ws/kernels.json" "$OUT/$model/" 2>/dev/null
+}
+
+if want profiles; then
+  for model in "${MODELS[@]}"; do profile "$model"; done
+fi
+for model in "${MODELS[@]}"; do
+  want "$model" && table "$model"
+done
+
+log summary
+python3 bench/bridge_table.py "$OUT" "${MODELS[@]}" | tee "$OUT/bridge-table.txt"
