@@ -31,10 +31,14 @@ def problems_of(model, inputs):
 class WithKernels(unittest.TestCase):
     """Host kernels registered as checked for exactly the problems of the test model."""
 
+    @classmethod
+    def setUpClass(cls):
+        model, inputs = build(hf_style.LlamaStyle)
+        cls.kernels = [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(problems))
+                       for op, problems in problems_of(model, inputs).items()]
+
     def setUp(self):
         self.model, self.inputs = build(hf_style.LlamaStyle)
-        self.kernels = [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(problems))
-                        for op, problems in problems_of(self.model, self.inputs).items()]
         for kernel in self.kernels:
             TABLE.add(kernel)
         TABLE.reset_counts()

@@ -72,7 +72,9 @@ class Export(unittest.TestCase):
         engine("extract", "--top", "2", "--backend", "host", "--workspace", str(cls.ws), "--json")
         engine("optimize", "--workspace", str(cls.ws), "--backend", "host", "--budget", "2", "--quick", "--json")
         # verify writes the workspace's kernels.json, what autokernel.apply(workspace=...) reads
-        engine("verify", "--workspace", str(cls.ws), "--compile-modes", "none", "--iterations", "1", "--json")
+        # (--plug all: every kernel in, none left out by timing a model this small on a busy CPU)
+        engine("verify", "--workspace", str(cls.ws), "--plug", "all", "--compile-modes", "none", "--iterations", "1",
+               "--json")
         cls.wheel = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "wheel"), "--json")
         cls.hf = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "hf"), "--format",
                         "hf-kernels", "--json")
@@ -89,10 +91,13 @@ class Export(unittest.TestCase):
         # The export and the bridge (./python) are built into wheels here (this Python has
         # setuptools), then installed into a fresh environment, offline.
         dist = self.dir / "dist"
-        for project in (self.dir / "wheel", ROOT / "python"):
+        # (the bridge from a copy: an in-tree build leaves build/ and *.egg-info behind)
+        bridge = shutil.copytree(ROOT / "python", self.dir / "bridge", ignore=shutil.ignore_patterns("__pycache__"))
+        for project in (self.dir / "wheel", bridge):
             subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
                             "--no-build-isolation", "--wheel-dir", str(dist), str(project)],
                            check=True, capture_output=True)
+        self.assertEqual(len(list(dist.glob("*.whl"))), 2, list(dist.iterdir()))
         venv = self.dir / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = str(venv / "bin" / "python")
