@@ -109,6 +109,49 @@ class Apply(WithKernels):
             self.assertTrue(torch.equal(e, g))
 
 
+class Inductor(unittest.TestCase):
+    """Inductor (torch.compile's default backend) compiles through a custom op: its fake
+    implementation stands in at compile time, the kernel runs at run time."""
+
+    def test_default_mode_compiles_with_the_kernel_inside(self):
+        model = nn.Sequential(hf_style.LlamaRMSNorm(32), nn.Linear(32, 8, bias=False)).eval()
+        x = torch.randn(4, 32)
+        with torch.no_grad():
+            expected = model(x)
+        (problem,) = problems_of(model, (x,))["rmsnorm"]
+        kernel = Kernel("host_rmsnorm_inductor", "rmsnorm", host_module("rmsnorm"), host_arch(), frozenset({problem}))
+        TABLE.add(kernel)
+        try:
+            autokernel.apply(model, (x,), ops=["rmsnorm"])
+            torch._dynamo.reset()
+            TABLE.reset_counts()
+            with torch.no_grad():
+                got = torch.compile(model, fullgraph=True)(x)
+            self.assertLess(relative_error(expected, got), 1e-5)
+            self.assertEqual(TABLE.calls["host_rmsnorm_inductor"], 1)
+        finally:
+            autokernel.restore(model)
+            TABLE.remove(kernel)
+
+
+class Environment(unittest.TestCase):
+    """Kernels built with another CUDA or PyTorch are refused with the reason (manifest.py)."""
+
+    def test_mismatches_are_named(self):
+        from unittest import mock
+
+        from autokernel.runtime import manifest
+
+        this = torch.__version__
+        self.assertIsNone(manifest.environment_mismatch({"backend": "host", "torch": this}))
+        self.assertIn("built for PyTorch 1.13", manifest.environment_mismatch({"backend": "host", "torch": "1.13.1"}))
+        self.assertIn("kernel ABI 99", manifest.environment_mismatch({"abi_version": 99}))
+        with mock.patch("torch.cuda.is_available", return_value=True), mock.patch("torch.version.cuda", "12.8"):
+            self.assertIn("built with CUDA 13.0, this PyTorch uses CUDA 12.8",
+                          manifest.environment_mismatch({"backend": "cuda", "cuda": "13.0", "torch": this}))
+            self.assertIsNone(manifest.environment_mismatch({"backend": "cuda", "cuda": "12.4", "torch": this}))
+
+
 class Fallbacks(WithKernels):
     def rmsnorm_problem(self):
         return next(iter(next(k for k in self.kernels if k.op == "rmsnorm").problems))

@@ -3,6 +3,7 @@
 // and catch a wrong kernel. Needs the project's Python (scripts/install-python.sh makes it).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 
@@ -13,8 +14,20 @@ namespace {
 
 const std::string kTinyModel = std::string(AK_TEST_MODELS) + "/tiny_lm.py:TinyLM";
 
-std::filesystem::path profiled_and_extracted(const std::string& name) {
-  const auto ws = scratch_dir(name) / "workspace";
+// A test's scratch directory, removed when the test ends.
+struct Scratch {
+  explicit Scratch(const std::string& name) : dir(scratch_dir(name)) {}
+  ~Scratch() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::filesystem::path dir;
+};
+
+std::filesystem::path profiled_and_extracted(const Scratch& scratch) {
+  const auto ws = scratch.dir / "workspace";
   const ProcessResult profile =
       run_cli({"profile", "--model", kTinyModel, "--workspace", ws.string(), "--json"});
   EXPECT_TRUE(profile.ok()) << profile.output;
@@ -25,7 +38,8 @@ std::filesystem::path profiled_and_extracted(const std::string& name) {
 }
 
 TEST(ModelCli, ProfileAttributesEveryOperatorOnce) {
-  const auto ws = scratch_dir("model-profile") / "workspace";
+  const Scratch scratch("model-profile");
+  const auto ws = scratch.dir / "workspace";
   const ProcessResult run = run_cli({"profile", "--model", kTinyModel, "--workspace", ws.string(), "--json"});
   ASSERT_TRUE(run.ok()) << run.output;
   const auto j = json_of(run);
@@ -52,7 +66,8 @@ TEST(ModelCli, ProfileAttributesEveryOperatorOnce) {
 }
 
 TEST(ModelCli, ExtractWritesThePlanWithTheModelsShapes) {
-  const auto ws = profiled_and_extracted("model-extract");
+  const Scratch scratch("model-extract");
+  const auto ws = profiled_and_extracted(scratch);
   const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
   ASSERT_GE(plan["kernels"].size(), 8u);
   std::set<std::string> shapes;
@@ -68,7 +83,8 @@ TEST(ModelCli, ExtractWritesThePlanWithTheModelsShapes) {
 }
 
 TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
-  const auto ws = profiled_and_extracted("model-verify");
+  const Scratch scratch("model-verify");
+  const auto ws = profiled_and_extracted(scratch);
   const ProcessResult run = run_cli({"verify", "--workspace", ws.string(), "--plug", "all", "--compile-modes",
                                      "none", "--iterations", "2", "--json"});
   ASSERT_TRUE(run.ok()) << run.output;
@@ -86,7 +102,8 @@ TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
 }
 
 TEST(ModelCli, AfterARunOnlyKernelsThatPassedAreCandidatesAndEachIsDecidedByTheModelsTime) {
-  const auto ws = profiled_and_extracted("model-after-run");
+  const Scratch scratch("model-after-run");
+  const auto ws = profiled_and_extracted(scratch);
   const ProcessResult optimize =
       run_cli({"optimize", "--workspace", ws.string(), "--backend", "host", "--budget", "1", "--json"});
   ASSERT_TRUE(optimize.ok()) << optimize.output;
@@ -110,7 +127,8 @@ TEST(ModelCli, AfterARunOnlyKernelsThatPassedAreCandidatesAndEachIsDecidedByTheM
 }
 
 TEST(ModelCli, VerifyCatchesAWrongKernel) {
-  const auto ws = profiled_and_extracted("model-wrong");
+  const Scratch scratch("model-wrong");
+  const auto ws = profiled_and_extracted(scratch);
   const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
   std::string rmsnorm_file;
   for (const auto& k : plan["kernels"])
@@ -123,6 +141,25 @@ TEST(ModelCli, VerifyCatchesAWrongKernel) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("MISMATCH"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("differ from eager"), std::string::npos) << run.output;
+}
+
+TEST(ModelCli, RunSaysItsSplitUpFrontAndKeepsToItsBudget) {
+  const Scratch scratch("model-run");
+  const auto ws = scratch.dir / "workspace";
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult run =
+      run_cli({"run", "--model", kTinyModel, "--device", "cpu", "--top", "2", "--budget", "45s",
+               "--compile-modes", "none", "--workspace", ws.string()},
+              300);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(run.ok()) << run.output;
+  EXPECT_NE(run.output.find("budget 45s in all"), std::string::npos) << run.output;
+  const auto split = run.output.find("optimize gets");
+  ASSERT_NE(split, std::string::npos) << run.output;
+  EXPECT_LT(split, run.output.find("==== optimize")) << run.output;  // said before it starts
+  EXPECT_TRUE(std::filesystem::exists(ws / "verify.json"));
+  // Within the budget, but for the seconds of the last measurement verify had begun.
+  EXPECT_LT(seconds, 45 + 25) << run.output;
 }
 
 struct BadModel {
@@ -138,7 +175,8 @@ void PrintTo(const BadModel& b, std::ostream* os) {
 class ModelErrors : public ::testing::TestWithParam<BadModel> {};
 
 TEST_P(ModelErrors, OneLineAndNonZeroExit) {
-  const auto ws = scratch_dir("model-errors") / "workspace";
+  const Scratch scratch("model-errors");
+  const auto ws = scratch.dir / "workspace";
   std::vector<std::string> args = GetParam().args;
   args.insert(args.end(), {"--workspace", ws.string()});
   const ProcessResult run = run_cli(args, 120);
@@ -170,7 +208,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(ModelErrorsNoTorch, MissingPyTorchIsOneLine) {
-  const auto ws = scratch_dir("model-no-torch") / "workspace";
+  const Scratch scratch("model-no-torch");
+  const auto ws = scratch.dir / "workspace";
   const ProcessResult run = run_process({"env", "AUTOKERNEL_PYTHON=/bin/false", AK_CLI_PATH, "profile",
                                          "--model", "llama-tiny", "--workspace", ws.string()});
   EXPECT_EQ(run.exit_code, 1) << run.output;
