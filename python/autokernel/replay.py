@@ -44,7 +44,8 @@ def replay_timing(bench, reference, kernels, compare):
     _replayed(bench, "eager", timing)
     if not kernels:
         return timing, []
-    applying.apply(model, bench.loaded.inputs, kernels=kernels)
+    bench.traced = bench.traced or applying.trace(model, bench.loaded.inputs)
+    applying.apply(model, kernels=kernels, traced=bench.traced)
     try:
         output = _replayed(bench, "ours", timing)
     finally:

@@ -7,6 +7,7 @@ traced one runs the rewritten graph (plain PyTorch code: eager runs it, torch.co
 with fullgraph=True), any other call runs the module's own forward. Parameters are shared with
 the model, so an applied model trains and its optimizer steps are seen.
 """
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -71,48 +72,69 @@ class _Dispatch:
         return self.original(*args, **kwargs)
 
 
-def _rewrite(captures, ops, allowed, report):
-    changed = []
+@dataclass
+class Traced:
+    """A model's forward traced once and its operators matched. apply(traced=...) rewrites copies
+    of the graphs, so one tracing serves any number of kernel sets (verify tries many)."""
+
+    captures: list
+    found: list  # per capture: every match in its graph, which stays as traced
+    notes: list
+
+
+def trace(model, example_inputs, example_kwargs=None, progress=lambda line: None):
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    captures, notes = capture(model, tuple(example_inputs), dict(example_kwargs or {}), progress)
+    found = []
     for c in captures:
-        found, notes = rewrite.find_all(c.graph)
-        report.notes.extend(f"{c.path or type(c.module).__name__}: {n}" for n in notes)
-        for m in rewrite.choose(found):
-            report.sites.append(Site(c.path, m.op, m.problem, m.dtype_name, m.label, ""))
+        matches, graph_notes = rewrite.find_all(c.graph)
+        found.append(matches)
+        notes.extend(f"{c.path or type(c.module).__name__}: {n}" for n in graph_notes)
+    return Traced(captures, found, notes)
+
+
+def _rewrite(traced, ops, allowed, report):
+    changed = []
+    for c, found in zip(traced.captures, traced.found):
         chosen = rewrite.choose(found, lambda m: (ops is None or m.op in ops) and _serving(m, allowed))
+        taken = set().union(*(m.region for m in chosen))
+        # the places our kernels serve, and every other one found (PyTorch runs it), in graph order
+        unserved = [m for m in rewrite.choose(found) if not m.region & taken]
+        order = {n: i for i, n in enumerate(c.graph.graph.nodes)}
+        served = {id(m) for m in chosen}
+        for m in sorted(chosen + unserved, key=lambda m: order[m.output]):
+            kernel = _serving(m, allowed).name if id(m) in served else ""
+            report.sites.append(Site(c.path, m.op, m.problem, m.dtype_name, m.label, kernel))
         if not chosen:
             continue
-        served = {m.key: _serving(m, allowed).name for m in chosen}
-        for site in report.sites:
-            if site.path == c.path and (site.op, site.problem, site.dtype) in served:
-                site.kernel = served[(site.op, site.problem, site.dtype)]
-        rewrite.replace(c.graph, chosen)
-        changed.append(c)
+        graph, mapping = rewrite.copy_graph(c.graph)
+        rewrite.replace(graph, chosen, mapping)
+        changed.append(dataclasses.replace(c, graph=graph))
     return changed
 
 
 def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kernels=None, ops=None,
-          progress=lambda line: None):
+          traced=None, progress=lambda line: None):
     """Rewrites `model` in place to run our kernels and returns it; `autokernel.report(model)`
     says what was found and what runs where.
 
     example_inputs: the positional arguments of a call like the ones the model will run (a tensor
     or a tuple); the model is traced on them. workspace: a run's workspace or an export, whose
     kernels.json names the kernels (loaded unless already registered). kernels: names of the
-    kernels to use (default: all registered). ops: operators to use (default: all nine).
+    kernels to use (default: all registered). ops: operators to use (default: all nine). traced:
+    trace(model, example_inputs) done before, for applying several kernel sets to one model.
     """
-    if not example_inputs and not example_kwargs:
+    if traced is None and not example_inputs and not example_kwargs:
         raise ValueError("apply needs example inputs: the model is traced on a call like the ones it will run")
     custom_ops.define()
     if workspace is not None:
         manifest.load(workspace)
-    if isinstance(example_inputs, torch.Tensor):
-        example_inputs = (example_inputs,)
     restore(model)
-    report = Report()
-    captures, notes = capture(model, tuple(example_inputs), dict(example_kwargs or {}), progress)
-    report.notes.extend(notes)
+    traced = traced or trace(model, example_inputs, example_kwargs, progress)
+    report = Report(notes=list(traced.notes))
     allowed = set(kernels) if kernels is not None else None
-    changed = _rewrite(captures, set(ops) if ops is not None else None, allowed, report)
+    changed = _rewrite(traced, set(ops) if ops is not None else None, allowed, report)
     install(model, changed, report)
     if not report.sites:
         log.warning("%s: no operator of ours found in %s; the model is unchanged", NAMESPACE, type(model).__name__)

@@ -5,7 +5,10 @@
   named after its operator, problem and dtype (what `autokernel profile` runs, so the profile
   attributes the model's own time, not ours).
 """
+import copy
+
 import torch
+import torch.fx as fx
 
 from . import match_attention, match_loss, match_mlp, match_norms, match_rotary, match_simple
 from .graph import GraphInfo, is_check
@@ -65,16 +68,31 @@ def _dead_code(graph):
                 changed = True
 
 
-def replace(gm, matches):
+def copy_graph(gm):
+    """A graph module whose graph is a copy of gm's (parameters and buffers shared), and the map
+    from gm's nodes to the copy's: matches found once in a pristine graph are applied to copies."""
+    graph = fx.Graph()
+    mapping = {}
+    graph.output(graph.graph_copy(gm.graph, mapping))
+    graph._codegen = copy.deepcopy(gm.graph._codegen)  # the call's pytree in and out
+    return fx.GraphModule(gm, graph), mapping
+
+
+def replace(gm, matches, mapping=None):
+    """Each match's region becomes its custom op's call. The matches were found in gm's graph, or,
+    with `mapping` (from copy_graph), in the graph gm's was copied from."""
     graph = gm.graph
+    mapping = mapping or {}
     order = {n: i for i, n in enumerate(graph.nodes)}
-    replaced = {}
+    replaced = dict(mapping)  # what the emitters' nodes stand for in this graph
     for m in matches:
-        new = m.emit(Emitter(gm, m.output, replaced))
-        m.output.replace_all_uses_with(new)
+        output = mapping.get(m.output, m.output)
+        new = m.emit(Emitter(gm, output, replaced))
+        output.replace_all_uses_with(new)
         replaced[m.output] = new
-        _drop_checks(graph, m.region)
-        for node in sorted(m.region, key=order.get, reverse=True):
+        region = {mapping.get(n, n) for n in m.region}
+        _drop_checks(graph, region)
+        for node in sorted(region, key=order.get, reverse=True):
             graph.erase_node(node)
     _dead_code(graph)
     graph.lint()
