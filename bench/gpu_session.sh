@@ -5,13 +5,13 @@
 # matmul, flash_attention and fused_mlp (the file's default configuration of each, against
 # cuBLAS / SDPA / eager PyTorch). Every step has its own time limit so the call ends in time and
 # $OUT keeps what finished. A short table is printed last.
-#   RUN_BUDGET=90s RUN_TOP=5 COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
+#   RUN_BUDGET=300s RUN_TOP=5 COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
 #   COMPARE_OPS=rmsnorm,softmax COMPARE_DTYPES=bf16 COMPARE_COMPILE=1 bash bench/gpu_session.sh
 # Needs .carry (scripts/prepare-carry.sh) named in the call's carry.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
-RUN_BUDGET=${RUN_BUDGET:-90s}
+RUN_BUDGET=${RUN_BUDGET:-300s}  # the whole run's (profile, extract, optimize, report, verify)
 RUN_LIMIT=${RUN_LIMIT:-330}
 RUN_TOP=${RUN_TOP:-5}
 RUN_KERNEL_BUDGET=${RUN_KERNEL_BUDGET:-}
@@ -32,10 +32,10 @@ log() { echo "== $(date -u +%H:%M:%S) $*"; }
 log build | tee -a "$OUT/session.log"
 build_autokernel || exit 1
 
-log "run --model llama (limit ${RUN_LIMIT}s, optimize budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
+log "run --model llama (limit ${RUN_LIMIT}s, run budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
 timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top "$RUN_TOP" --budget "$RUN_BUDGET" \
   ${RUN_KERNEL_BUDGET:+--kernel-budget "$RUN_KERNEL_BUDGET"} \
-  --compile-mode default --workspace "$WS" --restart 2>&1 | tee -a "$OUT/session.log"
+  --compile-modes default --mode default --workspace "$WS" --restart 2>&1 | tee -a "$OUT/session.log"
 echo "run exit: ${PIPESTATUS[0]}" | tee -a "$OUT/session.log"
 for f in profile.json verify.json results.tsv reports/progress.png; do [[ -f $WS/$f ]] && cp "$WS/$f" "$OUT/"; done
 "$AK" report --workspace "$WS" --json --no-plot >"$OUT/report.json" 2>/dev/null
@@ -61,14 +61,18 @@ if r:
     for k in r["kernels"]:
         print(f"  {k['name']:45s} {k['baseline_us']:9.1f} -> {k['best_us']:9.1f} us  roofline {100*k['best_roofline']:.1f}%")
 if v:
-    t = v["timing"]
-    ratio = lambda base: f"{t[base] / t['ours_us']:.2f}x" if t.get(base) else "-"
-    print(f"verify: passed={v['passed']} eager {t['eager_us']:.0f} us, compile {t['compile_us'] or 0:.0f} us, "
-          f"ours {t['ours_us']:.0f} us: {ratio('eager_us')} eager, {ratio('compile_us')} compile")
-    print(f"  graphs: eager {t.get('eager_graph_us', 0):.0f} us, ours {t.get('ours_graph_us', 0):.0f} us "
-          f"{t.get('ours_graph_note', '')}")
+    print(f"verify: passed={v['passed']}, plugging decided in {v['decide_mode']}")
+    for row in v["timing"]["rows"]:
+        torch_us, ours_us = row.get("torch_us"), row.get("ours_us")
+        ratio = f"{torch_us / ours_us:.2f}x" if torch_us and ours_us else "-"
+        print(f"  {row['mode']:28s} PyTorch {torch_us or 0:9.0f} us, ours {ours_us or 0:9.0f} us: {ratio} "
+              f"({len(row['kernels'])} kernels) {row.get('note', '')}")
+    replay = v["timing"].get("replay", {})
+    print(f"  graphs: eager {replay.get('eager_us', 0):.0f} us, ours {replay.get('ours_us', 0):.0f} us "
+          f"{replay.get('ours_note', '')}")
     for k in v["kernels"]:
-        print(f"  {k['name']:45s} use={k.get('use')} calls={k['calls']} {k.get('why', '')}")
+        decision = k["decisions"].get(v["decide_mode"], {})
+        print(f"  {k['name']:45s} in={decision.get('in')} calls={k['calls']} {decision.get('why', k.get('why', ''))}")
 for row in (c or {}).get("rows", []):
     ours = row["ours_us"]
     compiled = row.get("compile_us")

@@ -28,8 +28,8 @@ def scalars_of(op, dims, shape):
 
 
 def ours(module_path, op, dims, shape, inputs):
-    from autokernel.abi import KernelModule
-    from autokernel.ops import OPS
+    from autokernel.runtime.abi import KernelModule
+    from autokernel.runtime.ops import OPS
     module, spec = KernelModule(module_path), OPS[op]
     outputs, scalars = spec.allocate(inputs), scalars_of(op, dims, shape)
 
