@@ -20,8 +20,10 @@ struct ExtractOptions {
 };
 
 int run_extract(const ExtractOptions& o) {
-  if (!o.model.empty())
-    std::cerr << "autokernel: " << ensure_profile(o.workspace, o.model, o.input_shape, o.dtype) << "\n";
+  if (!o.model.empty()) {
+    const std::string used = ensure_profile(o.workspace, o.model, o.input_shape, o.dtype);  // may throw
+    std::cerr << "autokernel: " << used << "\n";
+  }
   const Profile profile = read_profile(o.workspace);
   const Backend backend = device_of_backend_option(o.backend, profile.backend());
   const auto kinds = starter_kinds(o.backend, backend);
