@@ -77,17 +77,20 @@ class Bench:
         budget = self.settings.budget_s
         return budget <= 0 or self.elapsed() + self.estimate(mode) <= budget
 
-    def measure(self, mode, kernels=()):
+    def measure(self, mode, kernels=(), traced_only=False):
+        """The model in `mode` with `kernels` applied (none: PyTorch alone; traced_only: PyTorch's
+        ops run from the traced graphs, what applying costs or saves without any kernel)."""
         m = Measurement(mode, tuple(kernels))
         model, inputs = self.loaded.model, self.loaded.inputs
         applying.restore(model)
         reset_compiled()
-        if kernels:
+        if kernels or traced_only:
             self.traced = self.traced or applying.trace(model, inputs)
-            applying.apply(model, kernels=kernels, traced=self.traced)
+            applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
             report = applying.report(model)
             m.sites = report.sites if report else []
-        label = f"{mode}, {'PyTorch alone' if not kernels else f'{len(kernels)} kernels'}"
+        label = f"{mode}, " + (f"{len(kernels)} kernels" if kernels else
+                               "PyTorch from the traced graph" if traced_only else "PyTorch alone")
         budget = f" of {self.settings.budget_s:.0f}" if self.settings.budget_s > 0 else ""
         self.progress(f"[{self.elapsed():.0f}{budget} s] timing {label}"
                       + (f" (compiling first, ~{self.estimate(mode):.0f} s)" if mode != "eager" else ""))

@@ -103,6 +103,9 @@ def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
             ours = bench.measure(mode, kept) if kept and bench.affordable(mode) else base
         final[mode] = ours
         rows.append(_row(mode, base, ours, kept if ours is not base else []))
+        if mode == "eager" and candidates:
+            # how much of eager's row is the tracing itself (no module calls), not the kernels
+            rows[-1]["traced_us"] = bench.measure("eager", traced_only=True).us
         if ours.kernels and ours.output is not None and ours not in bench.checked:
             bench.checked.append(ours)
     for m in bench.checked:

@@ -96,6 +96,11 @@ void print_timing(const json& v) {
                     us_or_dash(r["ours_us"]), ratio(r["torch_us"], r["ours_us"]),
                     std::to_string(r["kernels"].size()), r.value("note", "")});
   }
+  for (const auto& r : t["rows"])
+    if (r.contains("traced_us"))
+      rows.push_back({"eager, PyTorch's ops from the traced graph", us_or_dash(r["torch_us"]),
+                      us_or_dash(r["traced_us"]), ratio(r["torch_us"], r["traced_us"]), "0",
+                      "what tracing alone changes"});
   const auto& replay = t["replay"];
   if (replay.contains("eager_us"))
     rows.push_back({"CUDA graph replay (eager)", us_or_dash(replay["eager_us"]),

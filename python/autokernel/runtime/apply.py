@@ -94,7 +94,7 @@ def trace(model, example_inputs, example_kwargs=None, progress=lambda line: None
     return Traced(captures, found, notes)
 
 
-def _rewrite(traced, ops, allowed, report):
+def _rewrite(traced, ops, allowed, report, keep_traced=False):
     changed = []
     for c, found in zip(traced.captures, traced.found):
         chosen = rewrite.choose(found, lambda m: (ops is None or m.op in ops) and _serving(m, allowed))
@@ -106,16 +106,16 @@ def _rewrite(traced, ops, allowed, report):
         for m in sorted(chosen + unserved, key=lambda m: order[m.output]):
             kernel = _serving(m, allowed).name if id(m) in served else ""
             report.sites.append(Site(c.path, m.op, m.problem, m.dtype_name, m.label, kernel))
-        if not chosen:
+        if not chosen and not keep_traced:
             continue
         graph, mapping = rewrite.copy_graph(c.graph)
         rewrite.replace(graph, chosen, mapping)
-        changed.append(dataclasses.replace(c, graph=graph))
+        changed.append(dataclasses.replace(c, graph=rewrite.fast_calls(graph)))
     return changed
 
 
 def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kernels=None, ops=None,
-          traced=None, progress=lambda line: None):
+          traced=None, keep_traced=False, progress=lambda line: None):
     """Rewrites `model` in place to run our kernels and returns it; `autokernel.report(model)`
     says what was found and what runs where.
 
@@ -124,6 +124,7 @@ def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kern
     kernels.json names the kernels (loaded unless already registered). kernels: names of the
     kernels to use (default: all registered). ops: operators to use (default: all nine). traced:
     trace(model, example_inputs) done before, for applying several kernel sets to one model.
+    keep_traced: run the traced graphs even where no kernel serves (to time the tracing alone).
     """
     if traced is None and not example_inputs and not example_kwargs:
         raise ValueError("apply needs example inputs: the model is traced on a call like the ones it will run")
@@ -134,9 +135,11 @@ def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kern
     traced = traced or trace(model, example_inputs, example_kwargs, progress)
     report = Report(notes=list(traced.notes))
     allowed = set(kernels) if kernels is not None else None
-    changed = _rewrite(traced, set(ops) if ops is not None else None, allowed, report)
+    changed = _rewrite(traced, set(ops) if ops is not None else None, allowed, report, keep_traced)
     install(model, changed, report)
-    if not report.sites:
+    if keep_traced:
+        pass  # a measurement of the traced graphs themselves: nothing to warn about
+    elif not report.sites:
         log.warning("%s: no operator of ours found in %s; the model is unchanged", NAMESPACE, type(model).__name__)
     elif not changed:
         log.warning("%s: %d operator sites found in %s, none with a kernel checked for it; the model is "
