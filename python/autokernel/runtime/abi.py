@@ -91,13 +91,25 @@ class KernelModule:
             self._calls[key] = call
         return call
 
-    def launch(self, inputs, outputs, scalars):
-        """Runs the kernel on the current stream of the tensors' device; returns its code (0 = ok)."""
-        call = self._call_for(inputs, outputs, scalars)
+    def launch(self, inputs, outputs, scalars, call=None):
+        """Runs the kernel on the current stream of the tensors' device; returns its code (0 = ok).
+        `call`: the struct prepare() filled for this layout (else it is looked up)."""
+        call = call or self._call_for(inputs, outputs, scalars)
         for tensor, slot in zip(inputs, call.inputs):
             slot.data = tensor.data_ptr()
         for tensor, slot in zip(outputs, call.outputs):
             slot.data = tensor.data_ptr()
         device = outputs[0].device
-        call.stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+        call.stream = _current_stream(device) if device.type == "cuda" else None
         return self._launch(ctypes.byref(call))
+
+    def prepare(self, inputs, outputs, scalars):
+        """The call struct of this layout, to pass to launch() on every call of the same layout."""
+        return self._call_for(inputs, outputs, scalars)
+
+
+def _current_stream(device):
+    # The raw handle, without making a Stream object (what Inductor's generated code calls too).
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(device).cuda_stream

@@ -66,7 +66,9 @@ class Kernel:
 class KernelTable:
     def __init__(self):
         self._kernels = {}  # (op, problem, dtype, arch) -> Kernel
-        self._memo = {}  # (op, each input's shape/dtype/device, scalars) -> (Kernel, outputs) or (None, reason)
+        # (op, every input's shape, dtype and device, scalars) -> (Kernel, output shapes and dtypes,
+        # the prepared call struct) or (None, why PyTorch runs it, None)
+        self._memo = {}
         self.calls = collections.Counter()  # kernel name -> calls it ran
         self.fallbacks = collections.Counter()  # (op, reason) -> calls PyTorch ran instead
         self._logged = set()
@@ -98,7 +100,7 @@ class KernelTable:
     def _resolve(self, spec, tensors, scalars):
         first = tensors[0]
         floating = [t for t in tensors if t.is_floating_point()]
-        if any(t.dtype != first.dtype for t in floating) or any(t.device != first.device for t in tensors):
+        if any(t.dtype != first.dtype for t in floating) or any(t.device != first.device for t in tensors[1:]):
             return None, "inputs of different dtypes or devices (kernels are checked on one dtype)"
         dtype = DTYPE_NAMES.get(first.dtype)
         if dtype is None:
@@ -112,11 +114,12 @@ class KernelTable:
 
     def run(self, spec, tensors, scalars):
         """The kernel's outputs for this call, or None when PyTorch must run it (counted)."""
-        key = (spec.name, tuple((tuple(t.shape), t.dtype, t.device) for t in tensors), tuple(scalars))
+        key = (spec.name, *(t.shape for t in tensors), *(t.dtype for t in tensors), *(t.device for t in tensors),
+               *scalars)
         entry = self._memo.get(key)
         if entry is None:
-            entry = self._memo[key] = self._resolve(spec, tensors, scalars)
-        kernel, detail = entry
+            entry = self._memo[key] = self._resolve(spec, tensors, scalars) + (None,)
+        kernel, detail, call = entry
         if kernel is None:
             return self._fallback(spec.name, detail, unexpected=not detail.startswith("no kernel"))
         if not all(t.is_contiguous() for t in tensors):
@@ -124,7 +127,10 @@ class KernelTable:
                                   unexpected=True)
         device = tensors[0].device
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
-        code = kernel.launcher().launch(tensors, outputs, scalars)
+        if call is None:  # contiguous inputs of this shape: one layout, one struct
+            call = kernel.launcher().prepare(tensors, outputs, scalars)
+            self._memo[key] = (kernel, detail, call)
+        code = kernel.launcher().launch(tensors, outputs, scalars, call)
         if code != 0:
             return self._fallback(spec.name, f"{kernel.name} returned {code}", unexpected=True)
         self.calls[kernel.name] += 1
