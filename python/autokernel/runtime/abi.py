@@ -67,6 +67,13 @@ class KernelModule:
         self._launch = self._library.ak_launch
         self._launch.argtypes = [ctypes.POINTER(AkCall)]
         self._launch.restype = ctypes.c_int
+        # Optional: int ak_prepare(void), once before the first launch (abi.h), e.g. to load device
+        # code, which must not happen inside a launch.
+        try:
+            self._prepare = self._library.ak_prepare
+            self._prepare.argtypes, self._prepare.restype = [], ctypes.c_int
+        except AttributeError:
+            self._prepare = None
         # A call's shapes, strides and scalars repeat on every forward pass: the filled struct is
         # kept per layout and only the data pointers and the stream change (the hot path).
         self._calls = {}
@@ -94,6 +101,11 @@ class KernelModule:
     def launch(self, inputs, outputs, scalars, call=None):
         """Runs the kernel on the current stream of the tensors' device; returns its code (0 = ok).
         `call`: the struct prepare() filled for this layout (else it is looked up)."""
+        if self._prepare is not None:
+            code = self._prepare()
+            if code != 0:
+                return code
+            self._prepare = None
         call = call or self._call_for(inputs, outputs, scalars)
         for tensor, slot in zip(inputs, call.inputs):
             slot.data = tensor.data_ptr()
