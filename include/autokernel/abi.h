@@ -53,6 +53,12 @@ typedef struct ak_call {
 
 typedef int (*ak_launch_fn)(const ak_call* call);
 
+/* Optional: `int ak_prepare(void)`, called once after the module is loaded and before its first
+ * ak_launch, with the CUDA context current and no stream held. For work a launch must not do
+ * while the harness holds the stream shut, such as loading device code through the driver API
+ * (a module load waits for the device's running work). Returns AK_OK or a non-zero code. */
+typedef int (*ak_prepare_fn)(void);
+
 #ifdef __cplusplus
 }
 #endif

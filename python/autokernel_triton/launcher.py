@@ -5,8 +5,11 @@ The module the engine builds from it (src/runtime/triton_build.cpp) holds the co
 checks the call against the mapping (counts, dtypes, ranks, the file's `require`s), evaluates the
 dims, picks each step's variant (its `when`, the dtype, the 16-byte alignment its aligned build
 assumes), computes the arguments and grid, and launches on call->stream with the CUDA driver
-API. A cubin is loaded into the current context at its first launch (cuModuleLoadData from
-memory), never when the module is loaded: no static constructors, no threads, no streams.
+API. The cubins are loaded into the current context by `ak_prepare` (the ABI's optional hook,
+which the engine calls once after loading the module, outside any held stream: a module load
+waits for the device's running work, so a first load behind a held stream would wait for the
+hold) or, when nobody called it, at their first launch (cuModuleLoadData from memory); never when
+the module is loaded: no static constructors, no threads, no streams.
 Scratch tensors are cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream.
 """
 
@@ -294,8 +297,19 @@ def write_launcher(spec, cubins, job_of, source_name):
     return text
 
 
+PREPARE = r"""extern "C" int ak_prepare(void) {
+  CUcontext context = nullptr;
+  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return AK_ERR_LAUNCH;
+  for (int cubin = 0; cubin < kCubinCount; ++cubin)
+    if (load(cubin, context) == nullptr) return AK_ERR_LAUNCH;
+  return AK_OK;
+}
+
+"""
+
+
 def _entry(spec, steps):
-    out = ['extern "C" int ak_launch(const ak_call* call) {'] + _call_checks(spec)
+    out = [PREPARE + 'extern "C" int ak_launch(const ak_call* call) {'] + _call_checks(spec)
     out.append("  CUstream stream = static_cast<CUstream>(call->stream);")
     for name, e in spec.dims.items():
         out.append(f"  f.dim_{name} = {e.to_c()};")

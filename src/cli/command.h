@@ -31,6 +31,8 @@ Command profile_command();
 Command extract_command();
 Command verify_command();
 Command run_command();
+Command export_command();
 Command ops_command();
+Command kernelbench_command();
 
 }  // namespace ak::cli

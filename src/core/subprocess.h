@@ -58,9 +58,13 @@ class LineReader {
  public:
   explicit LineReader(int fd) : fd_(fd) {}
   LineRead next(std::string& line, Deadline deadline = Deadline::max());
+  // Polls without sleeping: a line is seen within microseconds of its arrival, at the price of a
+  // busy core (the launcher's wait for the judge, whose clock includes that latency).
+  void set_spin(bool spin) { spin_ = spin; }
 
  private:
   int fd_;
+  bool spin_ = false;
   std::string pending_;
 };
 

@@ -56,14 +56,18 @@ LineRead LineReader::next(std::string& line, Deadline deadline) {
       return LineRead::Line;
     }
     int wait_ms = -1;
-    if (deadline != Deadline::max()) {
+    if (spin_) {
+      wait_ms = 0;
+      if (deadline != Deadline::max() && std::chrono::steady_clock::now() >= deadline)
+        return LineRead::TimedOut;
+    } else if (deadline != Deadline::max()) {
       const auto left =
           std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return LineRead::TimedOut;
       wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1000));
     }
     pollfd pfd{fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, wait_ms) <= 0) continue;  // EINTR or the periodic deadline check
+    if (::poll(&pfd, 1, wait_ms) <= 0) continue;  // EINTR, the periodic deadline check, or a spin
     const ssize_t n = ::read(fd_, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return LineRead::Closed;

@@ -62,6 +62,11 @@ class Server {
       return reply(std::string("error ") + (e.kind() == ErrorKind::Io ? "io " : "validation ") + e.what());
     }
     enter_sandbox(SandboxPhase::Run);
+    if (const ak_prepare_fn prepare = module_->prepare()) {
+      if (const int rc = prepare(); rc != AK_OK)
+        return reply("error validation ak_prepare returned " + std::to_string(rc));
+      if (!finish(false)) return false;
+    }
     return reply("loaded");
   }
 
@@ -77,8 +82,10 @@ class Server {
       count = static_cast<int32_t>(list.size());
       for (size_t i = 0; i < list.size(); ++i) {
         const auto offset = list[i][0].get<size_t>();
-        TensorSpec spec{"", parse_dtype(list[i][1].get<std::string>()),
-                        list[i][2].get<std::vector<int64_t>>()};
+        const int code = list[i][1].get<int>();
+        if (code < AK_F32 || code > AK_I64)
+          throw Error(ErrorKind::Internal, "define: dtype code out of range");
+        TensorSpec spec{"", static_cast<DType>(code), list[i][2].get<std::vector<int64_t>>()};
         if (offset + spec.bytes() > bytes_)
           throw Error(ErrorKind::Internal, "define: a tensor outside the arena");
         out[i] = make_abi_tensor(spec, base_ + offset);
@@ -182,6 +189,9 @@ int serve_launches(const LaunchServerOptions& options) {
   }
   if (!write_line(kChannel, "ready")) return 1;
   LineReader requests(kChannel);
+  // On a GPU the judge's clock runs from its request to the launches: answer at once. (On the
+  // host the launches themselves need the cores.)
+  requests.set_spin(options.backend == Backend::Cuda);
   std::string line;
   while (requests.next(line) == LineRead::Line) {
     try {

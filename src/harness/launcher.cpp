@@ -80,7 +80,7 @@ pid_t spawn_launcher(const std::vector<std::string>& argv, int channel_fd, int l
 }
 
 nlohmann::json tensor_json(const CallLayout::Tensor& t) {
-  return {t.offset, to_string(t.spec.dtype), t.spec.shape};
+  return {t.offset, static_cast<int>(t.spec.dtype), t.spec.shape};  // the ABI's dtype code
 }
 
 }  // namespace

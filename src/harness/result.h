@@ -27,7 +27,13 @@ struct TimingReport {
                       // samples do not inflate it (they do not move the median either)
   int samples = 0;
   double min_us = 0, max_us = 0;
-  double seconds = 0;  // wall time spent sampling
+  double seconds = 0;            // wall time spent sampling
+  int slots = 0;                 // launches per timed batch (each on its own fresh inputs)
+  double batch_overhead_us = 0;  // the judge's cost of an empty batch, subtracted from each batch
+  // Where a batch's time goes (medians): from the request to the launcher's "done", and from
+  // there to the judge's reads showing every sampled output right (reads: the most it took).
+  double batch_run_us = 0, batch_confirm_us = 0;
+  int confirm_reads = 0;
 };
 
 struct ExperimentResult {
@@ -49,7 +55,8 @@ struct ExperimentResult {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageReport, stage, checks, passed, worst_norm_error, seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingReport, median_us, noise, spread, samples, min_us,
-                                                max_us, seconds)
+                                                max_us, seconds, slots, batch_overhead_us, batch_run_us,
+                                                batch_confirm_us, confirm_reads)
 NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Pass, "PASS"},
                                       {Status::Fail, "FAIL"},

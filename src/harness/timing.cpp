@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <iomanip>
 #include <numeric>
+#include <sstream>
 #include <vector>
 
 #include "core/error.h"
@@ -50,27 +53,37 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 // reads; what is still wrong after this is wrong, and the experiment fails.
 constexpr double kSettleSeconds = 0.05;
 
-// One timed batch: seconds from the judge's clock start to the moment its reads show every
-// sampled output right.
-double timed_batch(TimedSlots& slots, Launcher& launcher, const std::vector<int>& ids) {
-  const auto start = Clock::now();
+// One timed batch, from the judge's clock start (after it has seen every sampled output still
+// poisoned: nothing ran early) to the moment its reads show every sampled output right.
+struct Batch {
+  double seconds = 0, run_s = 0, confirm_s = 0;
+  int reads = 0;
+};
+
+Batch timed_batch(TimedSlots& slots, Launcher& launcher, const std::vector<int>& ids) {
   if (const SampleReading before = slots.read_samples(); !before.all_poisoned())
     throw Error(ErrorKind::Validation, std::to_string(before.samples - before.unwritten) +
-                                           " sampled output(s) were written before the "
-                                           "timed launches were sent: work done outside the timed interval");
+                                           " sampled output(s) were written before the timed launches were "
+                                           "sent: work done outside the timed interval");
+  const auto start = Clock::now();
   launcher.start_run(ids);
   launcher.finish_run(launcher.asynchronous());
   const auto done = Clock::now();
-  SampleReading after = slots.read_samples();
-  while (!after.all_right()) {
+  Batch batch;
+  for (SampleReading after = slots.read_samples();; after = slots.read_samples()) {
+    ++batch.reads;
+    if (after.all_right()) break;
     if (seconds_between(done, Clock::now()) > kSettleSeconds)
       throw Error(ErrorKind::Validation,
                   "after the timed launches: " + std::to_string(after.unwritten) + " of " +
                       std::to_string(after.samples) + " sampled outputs never written, " +
                       std::to_string(after.wrong) + " wrong (first: " + after.first + ")");
-    after = slots.read_samples();
   }
-  return seconds_between(start, Clock::now());
+  const auto end = Clock::now();
+  batch.seconds = seconds_between(start, end);
+  batch.run_s = seconds_between(start, done);
+  batch.confirm_s = seconds_between(done, end);
+  return batch;
 }
 
 double median_of(std::vector<double> v) {
@@ -78,37 +91,68 @@ double median_of(std::vector<double> v) {
   return median_of_sorted(v);
 }
 
+double seconds_of(const std::function<void()>& work) {
+  const auto start = Clock::now();
+  work();
+  return seconds_between(start, Clock::now());
+}
+
+// A device busy with the kernel's own work between its launches slows the judge's flush: on a
+// GPU, contexts of two processes take turns. Far slower than calibrated is work outside the
+// timed launches. (On the host the judge's flush competes with everything else on the machine,
+// and the sandbox already forbids a launcher thread, so the check is the GPU's.)
+void check_device_idle_between_launches(const Runtime& runtime, const std::vector<double>& flushes,
+                                        const JudgeCosts& costs) {
+  if (runtime.info().backend != Backend::Cuda || flushes.size() < 3) return;
+  const double typical = median_of(flushes), limit = 3 * costs.flush_s + 200e-6;
+  if (typical <= limit) return;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(0)
+      << "the device stayed busy between the timed launches (the judge's "
+      << "cache flush took " << typical * 1e6 << " us against " << costs.flush_s * 1e6
+      << " us before the module was loaded): work outside the timed launches";
+  throw Error(ErrorKind::Validation, out.str());
+}
+
 }  // namespace
 
-double measure_batch_overhead(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
-                              size_t sample_count, int rounds) {
+JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
+                               size_t sample_count, int rounds) {
   std::vector<ByteSpan> spans;
   for (size_t i = 0; i < sample_count; ++i) spans.push_back({arena.data() + (i * 4) % arena.size(), 2});
   auto gather = runtime.prepare_gather(spans);
-  std::vector<double> times;
+  std::vector<double> batches, flushes;
   for (int r = 0; r < rounds + 1; ++r) {
-    const auto start = Clock::now();
+    const double flush = seconds_of([&] { runtime.flush_cache(); });
     gather->read();
-    launcher.start_empty_run();
-    launcher.finish_run(launcher.asynchronous());
-    gather->read();
-    if (r > 0) times.push_back(seconds_between(start, Clock::now()));  // the first warms both ends
+    const double batch = seconds_of([&] {
+      launcher.start_empty_run();
+      launcher.finish_run(launcher.asynchronous());
+      gather->read();
+    });
+    if (r == 0) continue;  // the first warms both ends
+    batches.push_back(batch);
+    flushes.push_back(flush);
   }
-  return median_of(times);
+  return {median_of(batches), median_of(flushes)};
 }
 
-TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, double overhead_s,
+TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, const JudgeCosts& costs,
                      const TimingOptions& options) {
   const auto start = Clock::now();
   const std::vector<int> ids = slots.launch_ids();
   const double launches = static_cast<double>(ids.size());
-  std::vector<double> samples;
-  for (int batch = 0;; ++batch) {
+  std::vector<double> samples, flushes, runs, confirms;
+  int most_reads = 0;
+  for (int index = 0;; ++index) {
     slots.refill();
-    runtime.flush_cache();
-    const double seconds = timed_batch(slots, launcher, ids);
-    if (batch < options.warmup) continue;
-    samples.push_back((seconds - overhead_s) / launches);
+    flushes.push_back(seconds_of([&] { runtime.flush_cache(); }));
+    const Batch batch = timed_batch(slots, launcher, ids);
+    if (index < options.warmup) continue;
+    samples.push_back((batch.seconds - costs.empty_batch_s) / launches);
+    runs.push_back(batch.run_s);
+    confirms.push_back(batch.confirm_s);
+    most_reads = std::max(most_reads, batch.reads);
     const int n = static_cast<int>(samples.size());
     const double median = median_of(samples);
     const double standard_error =
@@ -118,6 +162,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, do
                                      seconds_between(start, Clock::now()) > options.max_seconds))
       break;
   }
+  check_device_idle_between_launches(runtime, flushes, costs);
 
   TimingReport report;
   report.samples = static_cast<int>(samples.size());
@@ -128,6 +173,11 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, do
   report.min_us = samples.front() * 1e6;
   report.max_us = samples.back() * 1e6;
   report.seconds = seconds_between(start, Clock::now());
+  report.slots = static_cast<int>(ids.size());
+  report.batch_overhead_us = costs.empty_batch_s * 1e6;
+  report.batch_run_us = median_of(runs) * 1e6;
+  report.batch_confirm_us = median_of(confirms) * 1e6;
+  report.confirm_reads = most_reads;
   return report;
 }
 

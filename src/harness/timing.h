@@ -25,15 +25,22 @@ struct TimingOptions {
   double target_noise = 0.005;  // relative standard error of the median
 };
 
-// The judge's cost of one batch with no kernel launch in it: the round trip to the launcher, the
-// launcher's own smallest device work (so that the device switches between the two processes'
-// work as in a real batch) and two reads of `sample_count` sampled outputs. Median seconds.
-double measure_batch_overhead(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
-                              size_t sample_count, int rounds = 31);
+// What the judge's own work costs when no kernel code is loaded, measured before the module is:
+struct JudgeCosts {
+  // One batch with no kernel launch in it: the round trip to the launcher, the launcher's own
+  // smallest device work (so that the device switches between the two processes' work as in a
+  // real batch) and a read of the sampled outputs. Subtracted from every batch.
+  double empty_batch_s = 0;
+  // One cache flush. A flush that takes far longer once the module is loaded means the kernel's
+  // process keeps the device busy between its launches (work outside the timed launches).
+  double flush_s = 0;
+};
+JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
+                               size_t sample_count, int rounds = 31);
 
 // Throws Error(Validation) when the kernel wrote before the launches were sent, or its sampled
 // outputs are not right after them; Error(Launch/Crash) from the launcher.
-TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, double overhead_s,
+TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, const JudgeCosts& costs,
                      const TimingOptions& options);
 
 // Relative standard deviation of samples (0 for fewer than two).

@@ -19,6 +19,7 @@ KernelModule::KernelModule(const std::filesystem::path& path) {
     throw Error(ErrorKind::Validation, "kernel module " + path.filename().string() +
                                            " does not export ak_launch (declare it extern \"C\")");
   }
+  prepare_ = reinterpret_cast<ak_prepare_fn>(::dlsym(handle_, "ak_prepare"));
 }
 
 KernelModule::~KernelModule() {

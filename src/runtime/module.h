@@ -16,10 +16,13 @@ class KernelModule {
   KernelModule& operator=(const KernelModule&) = delete;
 
   ak_launch_fn launch() const { return launch_; }
+  // The module's ak_prepare, or nullptr when it has none (abi.h).
+  ak_prepare_fn prepare() const { return prepare_; }
 
  private:
   void* handle_ = nullptr;
   ak_launch_fn launch_ = nullptr;
+  ak_prepare_fn prepare_ = nullptr;
 };
 
 }  // namespace ak

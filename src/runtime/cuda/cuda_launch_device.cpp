@@ -43,12 +43,24 @@ class CudaLaunchDevice final : public LaunchDevice {
     return static_cast<std::byte*>(mapping_->data());
   }
 
-  // The gate kernel's module loads now (a first launch while held would wait on itself), and one
-  // hold and release runs through every call the checks make.
+  // The gate kernel's module loads now (a first launch while held would wait on itself), one hold
+  // and release runs through every call the checks make, and each kind of allocation a kernel may
+  // make is made once: the driver opens what it needs for them (the stream-ordered pool, pinned
+  // and managed memory) now, while the sandbox still lets it open files.
   void prepare_for_sandbox() override {
     AK_CUDA_CHECK(cuda::preload_device_kernels());
     hold_stream();
     release_stream();
+    synchronize();
+    void* memory = nullptr;
+    AK_CUDA_CHECK(cudaMallocAsync(&memory, 1 << 20, stream_.get()));
+    AK_CUDA_CHECK(cudaFreeAsync(memory, stream_.get()));
+    AK_CUDA_CHECK(cudaMalloc(&memory, 1 << 20));
+    AK_CUDA_CHECK(cudaFree(memory));
+    AK_CUDA_CHECK(cudaMallocHost(&memory, 1 << 12));
+    AK_CUDA_CHECK(cudaFreeHost(memory));
+    AK_CUDA_CHECK(cudaMallocManaged(&memory, 1 << 12));
+    AK_CUDA_CHECK(cudaFree(memory));
     synchronize();
   }
 
