@@ -95,6 +95,8 @@ def crosscheck(ak, op, shape, dtype):
     rotating = per_launch_us(module, sets, scalars, flush, slots)
     return {"op": op, "problem": judged["problem"], "dtype": judged["dtype"], "status": "PASS", "slots": slots,
             "judge_us": judged["timing"]["median_us"], "judge_noise": judged["timing"]["noise"],
+            "roofline": judged["roofline"], "samples": judged["timing"]["samples"],
+            "timing_s": judged["timing"]["seconds"], "total_s": judged["total_seconds"],
             "batch_overhead_us": judged["timing"]["batch_overhead_us"],
             "batch_run_us": judged["timing"].get("batch_run_us", 0),
             "batch_confirm_us": judged["timing"].get("batch_confirm_us", 0),
@@ -111,7 +113,7 @@ def main():
     parser.add_argument("--json")
     args = parser.parse_args()
     rows = []
-    print(f"{'op':<17}{'problem':<24}{'judge us':>10}{'noise%':>8}{'events 1':>10}{'events R':>10}{'R':>4}"
+    print(f"{'op':<17}{'problem':<24}{'judge us':>10}{'roof%':>7}{'noise%':>8}{'events 1':>10}{'events R':>10}{'R':>4}"
           f"{'empty us':>10}{'run us':>9}{'confirm':>9}{'reads':>6}")
     for op in args.ops.split(","):
         r = crosscheck(args.ak, op, args.shape, args.dtype)
@@ -119,7 +121,7 @@ def main():
         if r["status"] != "PASS":
             print(f"{op:<17}{r['status']} {r['reason'][:120]}")
             continue
-        print(f"{op:<17}{r['problem']:<24}{r['judge_us']:>10.1f}{100 * r['judge_noise']:>8.1f}"
+        print(f"{op:<17}{r['problem']:<24}{r['judge_us']:>10.1f}{100 * r['roofline']:>7.1f}{100 * r['judge_noise']:>8.1f}"
               f"{r['events_one_us']:>10.1f}{r['events_batch_us']:>10.1f}{r['slots']:>4}{r['batch_overhead_us']:>10.1f}"
               f"{r['batch_run_us']:>9.1f}{r['batch_confirm_us']:>9.1f}{r['confirm_reads']:>6}")
         if args.json:
