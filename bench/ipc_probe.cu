@@ -6,22 +6,22 @@
 //   ipc     one allocation of R*S made by the parent process and imported here
 //     nvcc -O2 -o /tmp/ipc_probe bench/ipc_probe.cu && /tmp/ipc_probe 512 8
 #include <cuda_runtime.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    cudaError_t e = (call);                                                           \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e));                \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+#define CHECK(call)                                                   \
+  do {                                                                \
+    cudaError_t e = (call);                                           \
+    if (e != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); \
+      std::exit(1);                                                   \
+    }                                                                 \
   } while (0)
 
 __global__ void stream_read(const uint4* p, size_t n, unsigned* sink) {
@@ -42,7 +42,8 @@ double per_buffer_us(const std::vector<char*>& buffers, size_t bytes, unsigned* 
   for (int rep = 0; rep < 12; ++rep) {
     stream_read<<<132 * 8, 256>>>(flush, flush_n, sink);
     CHECK(cudaEventRecord(a));
-    for (char* p : buffers) stream_read<<<132 * 8, 256>>>(reinterpret_cast<const uint4*>(p), bytes / 16, sink);
+    for (char* p : buffers)
+      stream_read<<<132 * 8, 256>>>(reinterpret_cast<const uint4*>(p), bytes / 16, sink);
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float ms = 0;
