@@ -214,6 +214,31 @@ class BadInput(unittest.TestCase):
             autokernel.apply(Plain())
 
 
+class Defaults(nn.Module):
+    """Calls a direct binding could get wrong: defaults of the aten schema the binding reads
+    differently (a cross entropy's mean), keywords, and ops whose torch.* name is a Python wrapper
+    with another signature (einsum, and broadcast_tensors inside mse_loss)."""
+
+    def forward(self, logits, targets, x):
+        flat = logits.reshape(-1, logits.size(-1))
+        return (nn.functional.cross_entropy(flat, targets.reshape(-1)),
+                nn.functional.nll_loss(flat.log_softmax(-1), targets.reshape(-1)),
+                nn.functional.mse_loss(x, x.flip(0)), x.sum(-1, keepdim=True), x.softmax(-1),
+                torch.div(x, 3, rounding_mode="floor"), torch.einsum("ij,kj->ik", x, x))
+
+
+class FastCalls(unittest.TestCase):
+    def test_direct_bindings_give_the_traced_ops_results(self):
+        inputs = (torch.randn(2, 8, 32), torch.randint(0, 32, (2, 8)), torch.randn(4, 16))
+        graph = capture.trace(Defaults(), inputs, {}).graph
+        fast = rewrite.fast_calls(rewrite.copy_graph(graph)[0])
+        targets = [n.target for n in fast.graph.nodes if n.op == "call_function"]
+        self.assertIn(torch._C._nn.cross_entropy_loss, targets)
+        for expected, got in zip(Defaults()(*inputs), fast(*inputs), strict=True):
+            self.assertEqual(got.shape, expected.shape)
+            torch.testing.assert_close(got, expected)
+
+
 class CustomOps(unittest.TestCase):
     def test_fake_implementations_and_autograd_registrations(self):
         samples = {

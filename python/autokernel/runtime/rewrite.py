@@ -107,11 +107,49 @@ _BINDINGS = (torch._C._nn, torch._C._VariableFunctions,
              getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase"))
 
 
+def _named_as_itself(function):
+    """Whether the name FX writes for `function` in a graph's code names that function: torch.einsum
+    and torch.broadcast_tensors are Python wrappers with other signatures than the bindings of the
+    same name (a traced einsum called through torch.einsum passes its operands as one list)."""
+    obj = None
+    for part in fx.node._get_qualified_name(function).split("."):
+        obj = torch if obj is None and part == "torch" else getattr(obj, part, None)
+    return obj is function
+
+
 def _bound(target):
     if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
         return None
     name = target._schema.name.split("::", 1)[1]
-    return next((f for f in (getattr(b, name, None) for b in _BINDINGS) if f is not None), None)
+    for binding in _BINDINGS:
+        function = getattr(binding, name, None)
+        if function is not None:
+            return function if _named_as_itself(function) else None
+    return None
+
+
+# Schema types whose defaults are written the same in Python; an enum's (MemoryFormat, ScalarType)
+# is an int in the schema and stays the binding's own.
+_PLAIN_TYPES = ("int", "SymInt", "float", "bool", "str", "List[int]", "List[SymInt]", "List[float]", "List[bool]")
+
+
+def _explicit_arguments(node, schema):
+    """The node's arguments with the defaults of the aten schema written out. A binding's own
+    defaults may differ from the schema's: torch._C._nn.cross_entropy_loss(x, t) reduces with
+    'none' where aten.cross_entropy_loss.default(x, t) takes the mean."""
+    args, kwargs = list(node.args), dict(node.kwargs)
+    for index, argument in enumerate(schema.arguments):
+        if index < len(args) or argument.name in kwargs:
+            continue
+        if not argument.has_default_value():
+            return None  # an argument missing from the call: leave the node as it was traced
+        if argument.default_value is None or str(getattr(argument, "real_type", "?")) not in _PLAIN_TYPES:
+            continue
+        if argument.kwarg_only or index > len(args):  # after one given by name: by name too
+            kwargs[argument.name] = argument.default_value
+        else:
+            args.append(argument.default_value)
+    return tuple(args), kwargs
 
 
 def fast_calls(gm):
@@ -120,8 +158,11 @@ def fast_calls(gm):
     for node in list(gm.graph.nodes):
         if is_check(node):
             gm.graph.erase_node(node)
-        elif node.op == "call_function":
-            node.target = _bound(node.target) or node.target
+        elif node.op == "call_function" and (bound := _bound(node.target)) is not None:
+            explicit = _explicit_arguments(node, node.target._schema)
+            if explicit is not None:
+                node.args, node.kwargs = explicit
+                node.target = bound
     gm.recompile()
     return gm
 
