@@ -7,10 +7,14 @@ flushed before, events around the batch, divided by R. Where the judge's figure 
 difference is the judge's own cost that its calibration missed; where (b) exceeds (a), it is the
 cost of cold buffers (rotation) that one reused buffer hides.
 
-    python3 bench/timing_crosscheck.py --ak build-gpu/autokernel --ops rmsnorm,reduce [--json out.json]
+    python3 bench/timing_crosscheck.py --ak build-gpu/autokernel --ops rmsnorm,reduce [--slots R] [--json out.json]
+
+"launcher ev/R" is the launcher's own CUDA events around a batch's launches, per launch: the
+device time of the launches without the switches between the judge's and the launcher's work.
 """
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -101,6 +105,7 @@ def crosscheck(ak, op, shape, dtype):
             "batch_run_us": judged["timing"].get("batch_run_us", 0),
             "batch_confirm_us": judged["timing"].get("batch_confirm_us", 0),
             "confirm_reads": judged["timing"].get("confirm_reads", 0), "events_one_us": one,
+            "launcher_batch_us": judged["timing"].get("launcher_batch_us", -1),
             "events_batch_us": rotating}
 
 
@@ -110,11 +115,15 @@ def main():
     parser.add_argument("--ops", default="rmsnorm,reduce")
     parser.add_argument("--shape", default="")
     parser.add_argument("--dtype", default="")
+    parser.add_argument("--slots", type=int, default=0,
+                        help="the judge's timed slots (AUTOKERNEL_TIMING_SLOTS) in place of its own rule")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.slots:
+        os.environ["AUTOKERNEL_TIMING_SLOTS"] = str(args.slots)
     rows = []
     print(f"{'op':<17}{'problem':<24}{'judge us':>10}{'roof%':>7}{'noise%':>8}{'events 1':>10}{'events R':>10}{'R':>4}"
-          f"{'empty us':>10}{'run us':>9}{'confirm':>9}{'reads':>6}")
+          f"{'empty us':>10}{'run us':>9}{'confirm':>9}{'reads':>6}{'launcher ev/R':>14}")
     for op in args.ops.split(","):
         r = crosscheck(args.ak, op, args.shape, args.dtype)
         rows.append(r)
@@ -123,7 +132,8 @@ def main():
             continue
         print(f"{op:<17}{r['problem']:<24}{r['judge_us']:>10.1f}{100 * r['roofline']:>7.1f}{100 * r['judge_noise']:>8.1f}"
               f"{r['events_one_us']:>10.1f}{r['events_batch_us']:>10.1f}{r['slots']:>4}{r['batch_overhead_us']:>10.1f}"
-              f"{r['batch_run_us']:>9.1f}{r['batch_confirm_us']:>9.1f}{r['confirm_reads']:>6}")
+              f"{r['batch_run_us']:>9.1f}{r['batch_confirm_us']:>9.1f}{r['confirm_reads']:>6}"
+              f"{r['launcher_batch_us'] / r['slots']:>14.1f}")
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -110,6 +110,7 @@ class Server {
   // empty launch (the judge's measure of an empty batch).
   bool run(std::istringstream& in) {
     int index = 0;
+    device_->mark_batch_start();
     for (std::string token; in >> token; ++index) {
       if (token == "nothing") {
         device_->launch_nothing();
@@ -120,7 +121,8 @@ class Server {
         return reply("rc " + std::to_string(rc) + " " + std::to_string(index));
       }
     }
-    return finish();
+    device_->mark_batch_end();
+    return finish(true, true);
   }
 
   bool hold(std::istringstream& in) {
@@ -136,15 +138,18 @@ class Server {
     return reply("enqueued");
   }
 
-  // Waits for the stream; "done", or "fault ..." and the end of this process.
-  bool finish(bool answer = true) {
+  // Waits for the stream; "done" (after a batch, with its device time by the launcher's events
+  // when there is one), or "fault ..." and the end of this process.
+  bool finish(bool answer = true, bool batch = false) {
     try {
       device_->synchronize();
     } catch (const Error& e) {
       reply(std::string("fault ") + e.what());
       return false;
     }
-    return !answer || reply("done");
+    if (!answer) return true;
+    const double device_us = batch ? device_->batch_device_us() : -1;
+    return reply(device_us >= 0 ? "done " + std::to_string(device_us) : std::string("done"));
   }
 
   std::unique_ptr<LaunchDevice> device_;

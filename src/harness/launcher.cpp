@@ -234,8 +234,16 @@ void Launcher::start_run(const std::vector<int>& ids) {
   send(line);
 }
 
-void Launcher::finish_run(bool spin) {
-  expect({"done"}, spin);
+double Launcher::finish_run(bool spin) {
+  const std::string reply = expect({"done"}, spin);
+  if (reply.size() <= 5) return -1;
+  try {
+    return std::stod(reply.substr(5));
+  } catch (const std::exception&) {
+    throw Error(ErrorKind::Validation,
+                "the kernel's process wrote an unexpected message on the launch channel: '" +
+                    reply.substr(0, 80) + "'");
+  }
 }
 
 void Launcher::run(const std::vector<int>& ids) {

@@ -50,7 +50,9 @@ class Launcher {
   void start_run(const std::vector<int>& ids);
   // An empty batch, with the launcher's own smallest device work in place of the calls.
   void start_empty_run() { send("run nothing"); }
-  void finish_run(bool spin);
+  // Returns the launcher's own device time of the batch (its CUDA events; negative when it gave
+  // none): what the kernel's process says, a diagnostic beside the judge's clock, never a verdict.
+  double finish_run(bool spin);
 
   // Holds the kernel stream, enqueues the call and returns once ak_launch has returned; release()
   // opens the stream and waits for the work. Between the two the judge looks at the outputs.

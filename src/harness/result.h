@@ -34,6 +34,9 @@ struct TimingReport {
   // there to the judge's reads showing every sampled output right (reads: the most it took).
   double batch_run_us = 0, batch_confirm_us = 0;
   int confirm_reads = 0;
+  // The launcher's own CUDA events over a batch's launches (median; negative on the host): a
+  // diagnostic of where the time goes, forgeable by the kernel's process, never used to judge.
+  double launcher_batch_us = -1;
 };
 
 struct ExperimentResult {
@@ -56,7 +59,7 @@ struct ExperimentResult {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageReport, stage, checks, passed, worst_norm_error, seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingReport, median_us, noise, spread, samples, min_us,
                                                 max_us, seconds, slots, batch_overhead_us, batch_run_us,
-                                                batch_confirm_us, confirm_reads)
+                                                batch_confirm_us, confirm_reads, launcher_batch_us)
 NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Pass, "PASS"},
                                       {Status::Fail, "FAIL"},

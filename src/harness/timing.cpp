@@ -57,6 +57,7 @@ constexpr double kSettleSeconds = 0.05;
 // poisoned: nothing ran early) to the moment its reads show every sampled output right.
 struct Batch {
   double seconds = 0, run_s = 0, confirm_s = 0;
+  double launcher_us = -1;  // what the kernel's process says: printed, never judged
   int reads = 0;
 };
 
@@ -67,9 +68,9 @@ Batch timed_batch(TimedSlots& slots, Launcher& launcher, const std::vector<int>&
                                            "sent: work done outside the timed interval");
   const auto start = Clock::now();
   launcher.start_run(ids);
-  launcher.finish_run(launcher.asynchronous());
-  const auto done = Clock::now();
   Batch batch;
+  batch.launcher_us = launcher.finish_run(launcher.asynchronous());
+  const auto done = Clock::now();
   for (SampleReading after = slots.read_samples();; after = slots.read_samples()) {
     ++batch.reads;
     if (after.all_right()) break;
@@ -142,7 +143,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
   const auto start = Clock::now();
   const std::vector<int> ids = slots.launch_ids();
   const double launches = static_cast<double>(ids.size());
-  std::vector<double> samples, flushes, runs, confirms;
+  std::vector<double> samples, flushes, runs, confirms, launcher_batches;
   int most_reads = 0;
   for (int index = 0;; ++index) {
     slots.refill();
@@ -152,6 +153,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
     samples.push_back((batch.seconds - costs.empty_batch_s) / launches);
     runs.push_back(batch.run_s);
     confirms.push_back(batch.confirm_s);
+    launcher_batches.push_back(batch.launcher_us);
     most_reads = std::max(most_reads, batch.reads);
     const int n = static_cast<int>(samples.size());
     const double median = median_of(samples);
@@ -178,6 +180,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
   report.batch_run_us = median_of(runs) * 1e6;
   report.batch_confirm_us = median_of(confirms) * 1e6;
   report.confirm_reads = most_reads;
+  report.launcher_batch_us = median_of(launcher_batches);
   return report;
 }
 

@@ -135,6 +135,13 @@ class LaunchDevice {
   // Enqueues the smallest piece of the runtime's own device work: what an empty timed batch
   // runs so that its cost includes the device's switch between the launcher and the judge.
   virtual void launch_nothing() = 0;
+  // The device time between mark_batch_start() and mark_batch_end(), read after synchronize():
+  // the launcher's own account of a timed batch, printed beside the judge's clock to locate where
+  // a batch's time goes. The kernel's process could forge it, so it never decides anything.
+  // Negative where there is none (the host).
+  virtual void mark_batch_start() {}
+  virtual void mark_batch_end() {}
+  virtual double batch_device_us() { return -1; }
 };
 
 // Creates the runtime of a backend. Throws Error(Unsupported) when there is no such device

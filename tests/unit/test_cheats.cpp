@@ -5,6 +5,7 @@
 // the sandboxed launcher, the five stages and the judge's clock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli_runner.h"
@@ -103,7 +104,17 @@ TEST(CheatBattery, ResultReuseGainsNothing) {
   const auto cheat = bench_cheat("fingerprint_reuse.cpp");
   ASSERT_EQ(honest.value("status", ""), "PASS") << honest.dump(2);
   if (cheat.value("status", "") != "PASS") return;
-  const double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
+  double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
+  if (cheat_us <= 0.3 * honest_us) {
+    // A busy machine can slow one measurement several times over; a reuse that works is fast
+    // every time, so the faster of two of each settles it.
+    const auto honest_again = bench_cheat("../good_reduce.cpp"),
+               cheat_again = bench_cheat("fingerprint_reuse.cpp");
+    if (honest_again.value("status", "") == "PASS")
+      honest_us = std::min(honest_us, honest_again["timing"]["median_us"].get<double>());
+    if (cheat_again.value("status", "") == "PASS")
+      cheat_us = std::min(cheat_us, cheat_again["timing"]["median_us"].get<double>());
+  }
   EXPECT_GT(cheat_us, 0.3 * honest_us) << "reused results read as a speedup: " << cheat.dump(2);
 }
 

@@ -84,9 +84,16 @@ class CudaLaunchDevice final : public LaunchDevice {
     gate_.hold(stream_.get());
     gate_.release();
   }
+  void mark_batch_start() override { AK_CUDA_CHECK(cudaEventRecord(batch_start_.get(), stream_.get())); }
+  void mark_batch_end() override { AK_CUDA_CHECK(cudaEventRecord(batch_end_.get(), stream_.get())); }
+  double batch_device_us() override {
+    float ms = 0;
+    return cudaEventElapsedTime(&ms, batch_start_.get(), batch_end_.get()) == cudaSuccess ? 1000.0 * ms : -1;
+  }
 
  private:
   cuda::Stream stream_;
+  cuda::Event batch_start_, batch_end_;
   cuda::StreamGate gate_;
   std::unique_ptr<IpcMapping> mapping_;
 };
