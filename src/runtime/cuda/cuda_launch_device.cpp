@@ -88,7 +88,9 @@ class CudaLaunchDevice final : public LaunchDevice {
   void mark_batch_end() override { AK_CUDA_CHECK(cudaEventRecord(batch_end_.get(), stream_.get())); }
   double batch_device_us() override {
     float ms = 0;
-    return cudaEventElapsedTime(&ms, batch_start_.get(), batch_end_.get()) == cudaSuccess ? 1000.0 * ms : -1;
+    if (cudaEventElapsedTime(&ms, batch_start_.get(), batch_end_.get()) == cudaSuccess) return 1000.0 * ms;
+    (void)cudaGetLastError();  // a diagnostic's failure is not the next launch's error
+    return -1;
   }
 
  private:
