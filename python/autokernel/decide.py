@@ -54,6 +54,7 @@ class Bench:
         self.loaded, self.settings, self.progress = loaded, settings, progress
         self.started = time.perf_counter()
         self.compile_s = {}  # mode -> seconds its last compilation took
+        self.compile_s_ever = []  # every compilation's seconds, of any mode
         self.checked = []  # measurements whose outputs verify compares with eager's
         self.traced = None  # the model traced and matched once, for every kernel set
 
@@ -61,17 +62,23 @@ class Bench:
         return time.perf_counter() - self.started
 
     def estimate(self, mode):
-        """Seconds one more measurement in `mode` will take: its compilation (as last time; a mode
-        not compiled yet as the slowest so far, max-autotune three times that, 30 s before any)
-        and its runs."""
+        """Seconds one more measurement in `mode` will take: its compilation and its runs. A mode
+        compiled before: as long as its last compilation (Inductor's caches make a recompile of the
+        same graph quick). A mode not compiled yet: as the slowest compilation so far (30 s before
+        any), and max-autotune ten times that: it benchmarks every GEMM's choices (on the H100,
+        llama's first max-autotune compile ran past 95 s where default's first took 13 s and its
+        recompiles 2 s)."""
         if mode == "eager":
             compile_s = 0.0
         elif mode in self.compile_s:
             compile_s = self.compile_s[mode]
         else:
-            slowest = max(self.compile_s.values(), default=30.0)
-            compile_s = slowest * (3 if "max-autotune" in mode else 1)
+            compile_s = max(self.compile_s_ever, default=30.0) * (10 if "max-autotune" in mode else 1)
         return compile_s + 2.0
+
+    def compiled(self, mode, seconds):
+        self.compile_s[mode] = seconds
+        self.compile_s_ever.append(seconds)
 
     def affordable(self, mode):
         budget = self.settings.budget_s
@@ -97,7 +104,7 @@ class Bench:
         try:
             forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
             if mode != "eager":
-                self.compile_s[mode] = m.compile_s
+                self.compiled(mode, m.compile_s)
             m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
             TABLE.reset_counts()
             m.output = _clone(forward())

@@ -92,5 +92,28 @@ class Attribution(unittest.TestCase):
         self.assertIn("aten::tanh", {e.get("aten") for e in entries})  # not ours: listed as unknown
 
 
+
+
+class VerifyBudget(unittest.TestCase):
+    """verify starts no measurement its budget cannot hold: a mode not compiled yet is estimated
+    from the slowest compilation so far, max-autotune (which benchmarks every GEMM) from ten times
+    that, a mode compiled before from its last compilation."""
+
+    def test_estimates_follow_the_compilations_seen(self):
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        bench = Bench(loaded=None, settings=Settings(warmup=1, iterations=1, budget_s=100), progress=print)
+        self.assertEqual(bench.estimate("default"), 32.0)  # nothing compiled yet
+        self.assertEqual(bench.estimate("eager"), 2.0)
+        bench.compiled("default", 13.0)  # the first compilation
+        bench.compiled("default", 2.0)  # a recompilation, from Inductor's caches
+        self.assertEqual(bench.estimate("default"), 4.0)
+        self.assertEqual(bench.estimate("reduce-overhead"), 15.0)
+        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs"), 132.0)
+        self.assertTrue(bench.affordable("reduce-overhead"))
+        self.assertFalse(bench.affordable("max-autotune-no-cudagraphs"))
+
+
 if __name__ == "__main__":
     unittest.main()
