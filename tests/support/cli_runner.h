@@ -16,12 +16,34 @@ inline std::string kernel(const std::string& name) {
   return std::string(AK_TEST_KERNELS) + "/" + name;
 }
 
+// The scratch directories this test process made, removed when it ends (each ctest test is a
+// process of its own), whether or not the test got to remove them itself.
+class ScratchDirectories {
+ public:
+  ~ScratchDirectories() {
+    for (const auto& dir : dirs_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  void add(const std::filesystem::path& dir) { dirs_.push_back(dir); }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+inline ScratchDirectories& scratch_directories() {
+  static ScratchDirectories directories;
+  return directories;
+}
+
 // A fresh directory per test process and name: ctest runs tests in parallel processes.
 inline std::filesystem::path scratch_dir(const std::string& name) {
   auto dir =
       std::filesystem::temp_directory_path() / ("autokernel-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_directories().add(dir);
   return dir;
 }
 
