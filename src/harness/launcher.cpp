@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -237,13 +238,16 @@ void Launcher::start_run(const std::vector<int>& ids) {
 double Launcher::finish_run(bool spin) {
   const std::string reply = expect({"done"}, spin);
   if (reply.size() <= 5) return -1;
+  // Our launcher writes a finite, non-negative number; anything else came from the kernel's code.
   try {
-    return std::stod(reply.substr(5));
+    size_t used = 0;
+    const double device_us = std::stod(reply.substr(5), &used);
+    if (used == reply.size() - 5 && std::isfinite(device_us) && device_us >= 0) return device_us;
   } catch (const std::exception&) {
-    throw Error(ErrorKind::Validation,
-                "the kernel's process wrote an unexpected message on the launch channel: '" +
-                    reply.substr(0, 80) + "'");
   }
+  throw Error(ErrorKind::Validation,
+              "the kernel's process wrote an unexpected message on the launch channel: '" +
+                  reply.substr(0, 80) + "'");
 }
 
 void Launcher::run(const std::vector<int>& ids) {
