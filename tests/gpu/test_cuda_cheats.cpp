@@ -10,13 +10,10 @@ namespace ak::test {
 namespace {
 
 nlohmann::json bench_cuda(const std::string& file) {
-  const auto dir = scratch_dir("cuda-cheat");
-  const ProcessResult run =
-      run_cli({"bench", kernel(file), "--op", "reduce", "--shape", "4096x1000", "--json", "--max-time", "0.5",
-               "--timeout", "120", "--results", (dir / "results.tsv").string()},
-              600);
-  std::filesystem::remove_all(dir);
-  auto j = json_of(run);
+  ProcessResult run;
+  auto j = bench_json(
+      {kernel(file), "--op", "reduce", "--shape", "4096x1000", "--max-time", "0.5", "--timeout", "120"}, 600,
+      {}, &run);
   EXPECT_TRUE(j.is_object()) << run.output;
   return j;
 }

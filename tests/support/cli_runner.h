@@ -61,4 +61,22 @@ inline nlohmann::json json_of(const ProcessResult& run) {
   return nlohmann::json::parse(run.output.substr(start), nullptr, false);
 }
 
+// `autokernel bench ARGS --json`, its results in a scratch directory: the JSON document it
+// printed; `run`, where given, gets the process's exit code and output.
+inline nlohmann::json bench_json(std::vector<std::string> args, int timeout_s = 300,
+                                 std::vector<std::pair<std::string, std::string>> env = {},
+                                 ProcessResult* run = nullptr) {
+  const auto dir = scratch_dir("bench");
+  args.insert(args.begin(), {AK_CLI_PATH, "bench"});
+  args.insert(args.end(), {"--json", "--results", (dir / "results.tsv").string()});
+  ProcessOptions options;
+  options.timeout = std::chrono::seconds(timeout_s);
+  options.env = std::move(env);
+  ProcessResult result = run_process(args, options);
+  std::filesystem::remove_all(dir);
+  auto j = json_of(result);
+  if (run) *run = std::move(result);
+  return j;
+}
+
 }  // namespace ak::test

@@ -15,26 +15,20 @@ namespace ak::test {
 namespace {
 
 nlohmann::json bench_cheat(const std::string& file, const std::vector<std::string>& extra = {}) {
-  const auto dir = scratch_dir("cheat");
-  std::vector<std::string> args{"bench",
-                                kernel("cheats/" + file),
+  std::vector<std::string> args{kernel("cheats/" + file),
                                 "--op",
                                 "reduce",
                                 "--backend",
                                 "host",
                                 "--shape",
                                 "96x1000",
-                                "--json",
                                 "--timeout",
                                 "180",
                                 "--max-time",
-                                "0.3",
-                                "--results",
-                                (dir / "results.tsv").string()};
+                                "0.3"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const ProcessResult run = run_cli(args, 300);
-  std::filesystem::remove_all(dir);
-  auto j = json_of(run);
+  ProcessResult run;
+  auto j = bench_json(args, 300, {}, &run);
   EXPECT_TRUE(j.is_object()) << run.output;
   return j;
 }

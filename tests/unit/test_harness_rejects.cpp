@@ -21,16 +21,13 @@ struct Expectation {
 
 nlohmann::json bench(const std::string& file, const std::vector<std::string>& extra,
                      int* exit_code = nullptr) {
-  const auto dir = scratch_dir("bench");
   // Generous limit: CI machines are small and may be busy; the hang test sets its own.
-  std::vector<std::string> args{
-      "bench", kernel(file), "--op",    "reduce",    "--backend",
-      "host",  "--shape",    "96x1000", "--json",    "--timeout",
-      "180",   "--max-time", "0.2",     "--results", (dir / "results.tsv").string()};
+  std::vector<std::string> args{kernel(file), "--op",      "reduce", "--backend",  "host", "--shape",
+                                "96x1000",    "--timeout", "180",    "--max-time", "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const ProcessResult run = run_cli(args, 300);
+  ProcessResult run;
+  auto j = bench_json(args, 300, {}, &run);
   if (exit_code) *exit_code = run.exit_code;
-  auto j = json_of(run);
   EXPECT_TRUE(j.is_object()) << run.output;
   return j;
 }
@@ -142,27 +139,21 @@ INSTANTIATE_TEST_SUITE_P(EveryOp, HostStarters,
 
 // A diagnosis of the judge's clock: the user (never the kernel) may fix the number of timed slots.
 TEST(Harness, TimedSlotsFollowTheEnvironmentAndABadValueIsOneLine) {
-  const auto dir = scratch_dir("slots");
-  auto bench_with = [&](const std::string& slots) {
-    ProcessOptions options;
-    options.timeout = std::chrono::seconds(300);
-    options.env = {{"AUTOKERNEL_TIMING_SLOTS", slots}};
-    return run_process(
-        {AK_CLI_PATH, "bench", kernel("good_reduce.cpp"), "--op", "reduce", "--backend", "host", "--shape",
-         "96x1000", "--json", "--max-time", "0.2", "--results", (dir / "results.tsv").string()},
-        options);
+  auto bench_with = [](const std::string& slots, ProcessResult* run) {
+    return bench_json({kernel("good_reduce.cpp"), "--op", "reduce", "--backend", "host", "--shape", "96x1000",
+                       "--max-time", "0.2"},
+                      300, {{"AUTOKERNEL_TIMING_SLOTS", slots}}, run);
   };
-  const auto three = json_of(bench_with("3"));
+  ProcessResult run;
+  const auto three = bench_with("3", &run);
   ASSERT_EQ(three.value("status", ""), "PASS") << three.dump(2);
   EXPECT_EQ(three["timing"]["slots"].get<int>(), 3);
   EXPECT_LT(three["timing"]["launcher_batch_us"].get<double>(), 0);  // the host's launcher has no events
-  const ProcessResult bad = bench_with("65");
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(
-      json_of(bad).value("reason", "").find("AUTOKERNEL_TIMING_SLOTS must be a number of slots from 1 to 64"),
-      std::string::npos)
-      << bad.output;
-  std::filesystem::remove_all(dir);
+  const auto bad = bench_with("65", &run);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(bad.value("reason", "").find("AUTOKERNEL_TIMING_SLOTS must be a number of slots from 1 to 64"),
+            std::string::npos)
+      << run.output;
 }
 
 }  // namespace
