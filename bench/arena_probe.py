@@ -17,7 +17,6 @@ import argparse
 import json
 import pathlib
 import statistics
-import subprocess
 import sys
 
 import torch
@@ -26,17 +25,10 @@ import torch.multiprocessing as mp
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 from autokernel.runtime.abi import KernelModule  # noqa: E402
+from timing_crosscheck import run_json  # noqa: E402  (bench/, this script's directory)
 
 TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "i64": torch.int64}
 GUARD, ALIGN, TWO_MIB = 4096, 256, 2 << 20
-
-
-def run_json(args):
-    out = subprocess.run(args, capture_output=True, text=True)
-    start = out.stdout.find("{")
-    if start < 0:
-        raise RuntimeError(f"{' '.join(args)}: {out.stderr.strip()[-300:]}")
-    return json.loads(out.stdout[start:])
 
 
 def nbytes(spec):

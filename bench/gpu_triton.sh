@@ -9,6 +9,7 @@
 #
 #   bash bench/gpu_triton.sh                      # from the repository root, on the GPU machine
 #   DEADLINE=900 COMPARE_COMPILE=1 bash bench/gpu_triton.sh
+#   STEPS=compare COMPARE_OPS=rotary_embedding,fused_mlp bash bench/gpu_triton.sh   # some steps only
 #
 # Carry .carry: the build's small libraries (scripts/prepare-carry.sh, which remakes .carry) and
 # then, for the Liger column, the wheel (`.venv/bin/pip download liger-kernel==0.8.5 --no-deps -d
@@ -19,6 +20,9 @@ cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 DEADLINE=${DEADLINE:-470}            # seconds; the device call's limit is 600
 COMPARE_COMPILE=${COMPARE_COMPILE:-0}  # torch.compile max-autotune of SwiGLU alone takes minutes
+STEPS=${STEPS:-tests,bench,stages,compare}  # which steps run, e.g. STEPS=compare for the table alone
+COMPARE_OPS=${COMPARE_OPS:-rmsnorm,rotary_embedding,fused_mlp,cross_entropy}
+wants() { [[ ,$STEPS, == *,$1,* ]]; }
 AK=$PWD/build-gpu/autokernel
 START=$SECONDS
 export AUTOKERNEL_CACHE=/tmp/ak-triton-cache  # fresh per machine: the first builds are uncached
@@ -52,7 +56,7 @@ python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", 
 step build 0
 build_autokernel ON autokernel autokernel_gpu_tests || exit 1
 
-if step "gpu tests (Triton path)" 60; then
+if wants tests && step "gpu tests (Triton path)" 60; then
   timeout $(($(left) - 30)) ctest --test-dir build-gpu -L gpu -R Triton --output-on-failure >"$OUT/ctest.log" 2>&1
   tail -3 "$OUT/ctest.log"
 fi
@@ -74,19 +78,19 @@ bench() {  # bench OP SHAPE DTYPE OUTFILE [extra...]: one experiment, one JSON l
     </tmp/ak-bench.json >>"$out" 2>/dev/null ||
     echo "{\"op\": \"$op\", \"problem\": \"$shape\", \"dtype\": \"$dtype\", \"status\": \"NO_RESULT\", \"reason\": \"$(tail -c 200 /tmp/ak-bench.err | tr -d '\"\\\n')\"}" >>"$out"
 }
-for entry in "${STARTERS[@]}"; do
+wants bench && for entry in "${STARTERS[@]}"; do
   read -r op shape dtype small <<<"$entry"
   step "bench $op $shape $dtype (quick: smoke + the timed problem)" 25 && bench "$op" "$shape" "$dtype" "$OUT/bench.jsonl" \
     --quick --max-time 1
 done
-for entry in "${STARTERS[@]}"; do
+wants stages && for entry in "${STARTERS[@]}"; do
   read -r op shape dtype small <<<"$entry"
   [[ $shape == *causal=0 ]] && continue  # one attention row: the stages run causal and not anyway
   step "five stages: $op $small" 25 && bench "$op" "$small" "$dtype" "$OUT/check.jsonl" --max-time 0.3
 done
 
-if step "compare (rmsnorm, rotary, SwiGLU, cross entropy)" 90; then
-  timeout $(($(left) - 10)) python3 bench/compare.py --ak "$AK" --ops rmsnorm,rotary_embedding,fused_mlp,cross_entropy \
+if wants compare && step "compare ($COMPARE_OPS)" 90; then
+  timeout $(($(left) - 10)) python3 bench/compare.py --ak "$AK" --ops "$COMPARE_OPS" \
     --dtypes fp16 --backends cuda,triton --tune-budget 1 $([[ $COMPARE_COMPILE == 1 ]] || echo --no-compile) \
     --json-out "$OUT/compare.json" >"$OUT/compare.log" 2>&1
   tail -8 "$OUT/compare.log"

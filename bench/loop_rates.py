@@ -47,15 +47,17 @@ def main():
         if n:
             print(f"{label:24s} {n:11d} {s:8.0f} {3600 * n / s if s else 0:9.0f}")
     if phases:
-        # Per experiment, on average: each phase, the experiment's own total, and the loop's share
-        # of the gap between results (waiting for a compile, the git commit, the server's fork).
-        names = [p for p in ("compile", "setup", "smoke", "primary", "sweep", "stability", "determinism",
-                             "edge", "timing", "other", "total") if any(p in v for v in phases.values())]
+        # Per experiment, on average: each phase, the experiment's own total, the judge process's
+        # start and end (exit), and the loop's share of the gap between results (waiting for a
+        # compile, the git commit, the proposer); compiles overlap the device and count only there.
+        names = [p for p in ("compile", "setup", "launcher", "smoke", "primary", "sweep", "stability",
+                             "determinism", "edge", "timing", "check", "teardown", "other", "total", "exit")
+                 if any(p in v for v in phases.values())]
         print("\nmean seconds per experiment")
         print(f"{'kernel':24s} " + " ".join(f"{p[:8]:>8s}" for p in names) + f" {'loop':>8s}")
         for name in count:
             mean = {p: phases[name][p] / count[name] for p in names}
-            loop = seconds[name] / count[name] - mean.get("total", 0) - mean.get("compile", 0)
+            loop = seconds[name] / count[name] - mean.get("total", 0) - mean.get("exit", 0)
             print(f"{name:24s} " + " ".join(f"{mean[p]:8.2f}" for p in names) + f" {loop:8.2f}")
 
 

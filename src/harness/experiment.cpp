@@ -106,7 +106,11 @@ void time_primary(const CheckContext& ctx, const ExperimentRequest& req, size_t 
   for (const CaseSpec& set : timing_input_sets(req)) pool.push_back(prepare_case(ctx.op, set));
   TimedSlots slots(ctx, req.problem, std::move(pool), slot_count);
   result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing);
-  if (const CheckOutcome after = slots.verify(slots.pick_slot()); !after.ok) {
+  const auto check_start = std::chrono::steady_clock::now();
+  const CheckOutcome after = slots.verify(slots.pick_slot());
+  result.check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+  if (!after.ok) {
     result.status = Status::Fail;
     result.stage = "timing";
     result.reason = "wrong in the timed runs: " + after.reason;
@@ -191,6 +195,7 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
   const auto start = std::chrono::steady_clock::now();
   ExperimentResult result;
   std::string current_stage = "load";
+  double body_end = 0;
   const Progress track = [&](std::string_view stage) {
     current_stage = stage;
     progress(stage);
@@ -206,7 +211,9 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     const size_t slot_count = forced_slots ? forced_slots : timing_slot_count(slot_bytes, runtime->info());
     auto arena = runtime->share(arena_bytes(op, req, slot_bytes, slot_count));
     ArenaAllocator allocator(*arena);
+    const double launcher_start = seconds_since(start);
     Launcher launcher(req.backend, *arena);
+    result.launcher_seconds = seconds_since(start) - launcher_start;
     // Before the module is in the launcher: these costs are then the engine's own.
     const JudgeCosts costs =
         measure_judge_costs(*runtime, launcher, *arena,
@@ -218,6 +225,7 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
       track("timing");
       time_primary(ctx, req, slot_count, costs, result);
     }
+    body_end = seconds_since(start);  // what follows this block: the launcher, arena and device let go
   } catch (const Error& e) {
     result.status = status_for(e.kind());
     result.stage = current_stage;
@@ -228,6 +236,7 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     result.reason = e.what();
   }
   result.total_seconds = seconds_since(start);
+  if (body_end > 0) result.teardown_seconds = result.total_seconds - body_end;
   return result;
 }
 

@@ -1,6 +1,8 @@
 // The server's side of ExperimentServer (`autokernel worker --serve`): prepare, fork, wait, answer.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/registry.h"
 #include "core/subprocess.h"
 #include "harness/experiment_server.h"
@@ -33,7 +35,10 @@ ExperimentResult serve_one(const ExperimentRequest& request, std::chrono::second
     }
   };
   const ProcessResult run = run_forked([&] { return experiment_in_child(request); }, options);
-  return isolated_outcome(run, run.answer, stage, timeout);
+  ExperimentResult result = isolated_outcome(run, run.answer, stage, timeout);
+  // The judge process's own start and end, device teardown included: on the loop's clock too.
+  if (run.ok()) result.exit_seconds = std::max(0.0, run.seconds - result.total_seconds);
+  return result;
 }
 
 ExperimentResult error_result(const std::string& reason) {

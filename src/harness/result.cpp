@@ -19,16 +19,20 @@ std::string phase_seconds(const ExperimentResult& r) {
     separator = " ";
   };
   if (r.compile_seconds > 0 && !r.compile_cached) add("compile", r.compile_seconds);
-  double accounted = r.setup_seconds + r.timing.seconds;
-  if (r.setup_seconds > 0) add("setup", r.setup_seconds);
+  double accounted = r.setup_seconds + r.timing.seconds + r.check_seconds + r.teardown_seconds;
+  if (r.setup_seconds > 0) add("setup", r.setup_seconds - r.launcher_seconds);
+  if (r.launcher_seconds > 0) add("launcher", r.launcher_seconds);
   for (const StageReport& s : r.stages) {
     add(s.stage, s.seconds);
     accounted += s.seconds;
   }
   if (r.timing.samples > 0) add("timing", r.timing.seconds);
-  // The rest: the timed problem's upload and its check after the timed runs, teardown.
+  if (r.check_seconds > 0) add("check", r.check_seconds);
+  if (r.teardown_seconds > 0) add("teardown", r.teardown_seconds);
+  // The rest: the timed problem's upload.
   if (r.total_seconds - accounted >= 0.005) add("other", r.total_seconds - accounted);
   add("total", r.total_seconds);
+  if (r.exit_seconds > 0) add("exit", r.exit_seconds);
   return text.str();
 }
 

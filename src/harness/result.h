@@ -49,8 +49,12 @@ struct ExperimentResult {
   double gbps = 0, tflops = 0;
   double roofline = 0;  // fraction of the roofline bound at the measured ceilings (0 if unknown)
   double compile_seconds = 0;
-  double setup_seconds = 0;  // device initialisation and module load, before the first stage
+  double setup_seconds = 0;     // device initialisation and module load, before the first stage
+  double launcher_seconds = 0;  // of setup: the launcher's start (exec, its device, sandbox) to "ready"
+  double check_seconds = 0;     // the whole check of a timed slot after the timed runs
+  double teardown_seconds = 0;  // the launcher's end, the arena and the device handles let go
   double total_seconds = 0;
+  double exit_seconds = 0;  // outside total: the judge process's start and end (fork, device teardown)
   bool compile_cached = false;
 
   bool passed() const { return status == Status::Pass; }
@@ -69,12 +73,14 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Crash, "CRASH"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExperimentResult, status, stage, reason, stages, timing,
                                                 flops, bytes, gbps, tflops, roofline, compile_seconds,
-                                                setup_seconds, total_seconds, compile_cached)
+                                                setup_seconds, launcher_seconds, check_seconds,
+                                                teardown_seconds, total_seconds, exit_seconds, compile_cached)
 
-// Where an experiment's time went, e.g. "compile=2.98 setup=0.41 smoke=0.03 sweep=2.10 timing=0.33
-// other=0.20 total=4.90": compile only when it was not a cache hit; other is what no phase names
-// (the timed problem's upload and its check after the timed runs); total is the experiment's own,
-// without the compile.
+// Where an experiment's time went, e.g. "compile=2.98 setup=0.21 launcher=0.20 smoke=0.03
+// sweep=2.10 timing=0.33 check=0.15 teardown=0.10 other=0.05 total=4.90 exit=0.20": compile only
+// when it was not a cache hit; setup is the judge's own part of it, launcher the rest; other is what
+// no phase names (the timed problem's upload); total is the experiment's own, without the compile;
+// exit, outside total, the judge process's fork and end.
 std::string phase_seconds(const ExperimentResult& r);
 
 }  // namespace ak

@@ -116,6 +116,44 @@ class PerBatchPositions(nn.Module):
         return x * c + torch.cat((-x[..., 4:], x[..., :4]), -1) * s
 
 
+class TrailingDimsNorms(nn.Module):
+    """Norms over the last two dims (nn.LayerNorm((4, 8)), F.rms_norm over (4, 8)): one row each of
+    their 32 elements, the parameters flattened alike."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.LayerNorm((4, 8))
+        with torch.no_grad():
+            self.layer.weight.uniform_(0.5, 1.5)
+            self.layer.bias.uniform_(-0.5, 0.5)
+        self.weight = nn.Parameter(torch.rand(4, 8) + 0.5)
+
+    def forward(self, x):
+        return F.rms_norm(self.layer(x), (4, 8), self.weight, 1e-6)
+
+
+class TrailingDims(unittest.TestCase):
+    def test_norms_over_several_trailing_dims_are_rows_of_their_product(self):
+        model, x = TrailingDimsNorms(), torch.randn(2, 3, 4, 8)
+        with torch.no_grad():
+            expected = model(x)
+        counts, _, graph = found_in(model, (x,))
+        self.assertEqual(counts["layernorm"], 1)
+        self.assertEqual(counts["rmsnorm"], 1)
+        with torch.no_grad():
+            self.assertLess(relative_error(expected, graph(x)), 1e-5)
+
+    def test_a_norm_over_every_dim_is_one_row(self):
+        class Whole(nn.Module):
+            def forward(self, x):
+                return F.layer_norm(x, x.shape[1:]) * 2
+
+        x = torch.randn(1, 3, 4)
+        counts, _, graph = found_in(Whole(), (x,))
+        self.assertEqual(counts["layernorm"], 1)
+        self.assertLess(relative_error(Whole()(x), graph(x)), 1e-5)
+
+
 class LookAlikes(unittest.TestCase):
     def ops(self, model, *inputs):
         return found_in(model, inputs)[0]

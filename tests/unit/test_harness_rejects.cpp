@@ -105,7 +105,8 @@ TEST(Harness, AppendsOneRowPerExperimentToResults) {
   // stops at the stage that failed (no timing).
   const auto rows = read_results(tsv);
   ASSERT_EQ(rows.size(), 2u);
-  for (const char* phase : {"setup=", "smoke=", "primary=", "timing=", "total="})
+  for (const char* phase :
+       {"setup=", "launcher=", "smoke=", "primary=", "timing=", "check=", "teardown=", "total="})
     EXPECT_NE(rows[0].at("phases").find(phase), std::string::npos) << rows[0].at("phases");
   EXPECT_EQ(rows[1].at("phases").find("timing="), std::string::npos) << rows[1].at("phases");
 }

@@ -23,9 +23,10 @@ _VIEWS_AND_CASTS = (aten.to.dtype, aten._to_copy.default, aten.to.dtype_layout, 
                     aten.mul.Tensor, aten.sub.Tensor, aten.square.default)
 
 
-def _emit_norm(op, x, params, eps, out_dtype):
-    """Replacement: x as [M, N] rows, the per-column parameters in x's dtype, the op, x's shape."""
-    n = shape(x)[-1]
+def _emit_norm(op, x, params, eps, out_dtype, n=None):
+    """Replacement: x as [M, N] rows (N the last dim, or the product of the normalized trailing
+    dims), the per-column parameters flat and in x's dtype, the op, x's shape."""
+    n = shape(x)[-1] if n is None else n
     rows = math.prod(shape(x)) // n
     x_dtype, device = dtype(x), val(x).device
 
@@ -34,8 +35,11 @@ def _emit_norm(op, x, params, eps, out_dtype):
         for param, fill in params:
             if param is None:
                 param = e(aten.full.default, [n], fill, dtype=x_dtype, device=device)
-            elif dtype(param) != x_dtype:
-                param = e.cast(param, x_dtype)
+            else:
+                if shape(param) != (n,):
+                    param = e.reshape(param, (n,))
+                if dtype(param) != x_dtype:
+                    param = e.cast(param, x_dtype)
             tensors.append(e.contiguous(param))
         (y,) = e.op(op, tensors, [eps])
         y = e.reshape(y, shape(x))
@@ -45,12 +49,14 @@ def _emit_norm(op, x, params, eps, out_dtype):
 
 
 def _single(node, info):
-    """aten.rms_norm / aten.layer_norm over the last dim."""
+    """aten.rms_norm / aten.layer_norm over the last dim, or over several trailing dims (one row of
+    their product, the parameters flattened alike: nn.LayerNorm((C, H, W)))."""
     x = node.args[0]
-    if shape(x) is None or dtype(x) not in reference_dtypes or len(node.args[1]) != 1:
+    normalized = tuple(node.args[1])
+    if shape(x) is None or dtype(x) not in reference_dtypes or not 1 <= len(normalized) <= len(shape(x)):
         return None
-    n = shape(x)[-1]
-    if node.args[1][0] != n or math.prod(shape(x)) == 0:
+    n = math.prod(normalized)
+    if tuple(shape(x)[-len(normalized):]) != normalized or math.prod(shape(x)) == 0:
         return None
     rows = math.prod(shape(x)) // n
     if node.target == aten.rms_norm.default:
@@ -64,10 +70,10 @@ def _single(node, info):
         eps = node.args[4] if len(node.args) > 4 else 1e-5
         params = [(weight, 1.0), (bias, 0.0)]
         op, shapes = "layernorm", [(rows, n), (n,), (n,)]
-    if any(p is not None and shape(p) != (n,) for p, _ in params):
+    if any(p is not None and shape(p) != normalized for p, _ in params):
         return None
     return Match(op, f"aten.{node.target._opname}", node, {node}, shapes, [float(eps)], dtype(x),
-                 _emit_norm(op, x, params, float(eps), dtype(node)))
+                 _emit_norm(op, x, params, float(eps), dtype(node), n))
 
 
 def _reduction_above(root):
