@@ -154,6 +154,34 @@ class TrailingDims(unittest.TestCase):
         self.assertLess(relative_error(Whole()(x), graph(x)), 1e-5)
 
 
+class Einsums(nn.Module):
+    """Products written as einsum: a 4-D tensor times a [K, N] matrix, a batch of rows times an
+    [N, K] weight (its transpose), and a batched product that the unbatched matmul does not serve."""
+
+    def __init__(self):
+        super().__init__()
+        self.kn = nn.Parameter(torch.randn(8, 5))
+        self.nk = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x, y):
+        h = torch.einsum("bijl,lk->bijk", x, self.kn)
+        h = torch.einsum("bijk,nk->bijn", h, self.nk)
+        return h, torch.einsum("bij,bjk->bik", y, y)
+
+
+class EinsumProducts(unittest.TestCase):
+    def test_an_einsum_with_a_matrix_is_a_matmul_and_a_batched_one_is_left_alone(self):
+        model, x, y = Einsums(), torch.randn(2, 3, 4, 8), torch.randn(2, 3, 3)
+        with torch.no_grad():
+            expected = model(x, y)
+        counts, labels, graph = found_in(model, (x, y))
+        self.assertEqual(counts["matmul"], 2)
+        self.assertIn("einsum", labels)
+        with torch.no_grad():
+            for e, g in zip(expected, graph(x, y), strict=True):
+                self.assertLess(relative_error(e, g), 1e-5)
+
+
 class LookAlikes(unittest.TestCase):
     def ops(self, model, *inputs):
         return found_in(model, inputs)[0]

@@ -1,5 +1,6 @@
 """Operators a model reaches through one aten op: a 2-D product (linear, matmul, mm, addmm with a
-2-D right-hand side: the ABI's matmul is unbatched), a softmax over the last dim (also with a
+2-D right-hand side: the ABI's matmul is unbatched; an einsum that contracts a tensor's last dim
+with a matrix), a softmax over the last dim (also with a
 float32 dtype cast back, as attention code writes it, and spelled out as exp / sum), and a sum
 over the last dim.
 """
@@ -52,6 +53,25 @@ def _matmul(node, info):
     if calls(node, aten.addmm.default) and node.kwargs.get("beta", 1) == 1 and node.kwargs.get("alpha", 1) == 1:
         return _product(node, node.args[1], node.args[2], node.args[0], "addmm")
     return None
+
+
+def _einsum(node, info):
+    """einsum("...k,kn->...n", a, b) and einsum("...k,nk->...n", a, b) under any letters: a's last
+    dim contracted with a matrix, a's other dims kept in order, the matrix's other dim last."""
+    equation, operands = node.args[0], node.args[1]
+    if not isinstance(equation, str) or len(operands) != 2:
+        return None
+    inputs, arrow, output = equation.replace(" ", "").partition("->")
+    left, _, right = inputs.partition(",")
+    if not arrow or "." in equation or len(right) != 2 or not left or len(set(left)) != len(left):
+        return None
+    contracted = left[-1]
+    if contracted not in right or right[0] == right[1] or set(left[:-1]) & set(right):
+        return None
+    kept = right.replace(contracted, "")
+    if output != left[:-1] + kept:
+        return None
+    return _product(node, operands[0], operands[1], None, "einsum", transposed=right[1] == contracted)
 
 
 def _rowwise(op, node, x, output, region, label, out_shape):
@@ -108,6 +128,8 @@ def find(info):
     for node in info.graph.nodes:
         if calls(node, aten.linear.default, aten.matmul.default, aten.mm.default, aten.addmm.default):
             found = _matmul(node, info)
+        elif calls(node, aten.einsum.default):
+            found = _einsum(node, info)
         elif calls(node, aten.softmax.int, aten._softmax.default):
             found = _softmax(node, info)
         elif calls(node, aten.exp.default):
