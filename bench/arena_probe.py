@@ -25,9 +25,8 @@ import torch.multiprocessing as mp
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 from autokernel.runtime.abi import KernelModule  # noqa: E402
-from timing_crosscheck import run_json  # noqa: E402  (bench/, this script's directory)
+from timing_crosscheck import TORCH, run_json  # noqa: E402  (bench/, this script's directory)
 
-TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "i64": torch.int64}
 GUARD, ALIGN, TWO_MIB = 4096, 256, 2 << 20
 
 
