@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config
   libcli11-dev nlohmann-json3-dev libmuparser-dev libxxhash-dev
   libgtest-dev libopenblas-dev clang-format
+  clang libomp-dev    # the second compiler CI builds everything with (scripts/test.sh)
   libseccomp-dev      # the sandbox of the process that runs a kernel's code
   python3-matplotlib  # the progress plot of `autokernel report` (system python3)
   python3-venv        # the project's Python environment (.venv: PyTorch from PyPI for the bridge)

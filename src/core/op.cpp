@@ -34,7 +34,8 @@ void Op::validate(const Problem& problem) const {
   for (size_t i = 0; i < names.size(); ++i)
     if (problem.dims[i] <= 0) throw usage(names[i] + " must be positive, got '" + problem.to_string() + "'");
   const auto known = param_defaults();
-  for (const auto& [param, value] : problem.params) {
+  for (const auto& entry : problem.params) {
+    const std::string& param = entry.first;  // a named variable: lambdas may not capture bindings (clang 14)
     if (std::any_of(known.begin(), known.end(), [&](const auto& k) { return k.first == param; })) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k.first;

@@ -134,6 +134,17 @@ void report_violation(int, siginfo_t* info, void*) {
   ::_exit(kSandboxExit);
 }
 
+// What libseccomp's SCMP_A0... macros make, without their C compound literals (not C++): argument
+// `index` compared by `op` with datum_a (the mask, for SCMP_CMP_MASKED_EQ) and datum_b.
+scmp_arg_cmp argument(unsigned index, scmp_compare op, scmp_datum_t datum_a, scmp_datum_t datum_b = 0) {
+  scmp_arg_cmp compare{};
+  compare.arg = index;
+  compare.op = op;
+  compare.datum_a = datum_a;
+  compare.datum_b = datum_b;
+  return compare;
+}
+
 void add(scmp_filter_ctx ctx, const Rule& rule, int syscall) {
   const uint32_t trap = SCMP_ACT_TRAP;
   int rc = 0;
@@ -141,21 +152,19 @@ void add(scmp_filter_ctx ctx, const Rule& rule, int syscall) {
     case Check::Always: rc = seccomp_rule_add(ctx, trap, syscall, 0); break;
     case Check::NotSelf:
       rc = seccomp_rule_add(ctx, trap, syscall, 1,
-                            SCMP_A0(SCMP_CMP_NE, static_cast<scmp_datum_t>(::getpid())));
+                            argument(0, SCMP_CMP_NE, static_cast<scmp_datum_t>(::getpid())));
       break;
     case Check::FirstArgIs:
       rc = seccomp_rule_add(ctx, trap, syscall, 1,
-                            SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(rule.value)));
+                            argument(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(rule.value)));
       break;
-    case Check::NewLimit: rc = seccomp_rule_add(ctx, trap, syscall, 1, SCMP_A2(SCMP_CMP_NE, 0)); break;
+    case Check::NewLimit: rc = seccomp_rule_add(ctx, trap, syscall, 1, argument(2, SCMP_CMP_NE, 0)); break;
     case Check::Writes: {
       // open(path, flags) or openat(dir, path, flags): any flag that writes or creates.
       const bool at = std::strcmp(rule.call, "openat") == 0;
       for (const int flag : {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND}) {
-        const scmp_arg_cmp cmp =
-            at ? SCMP_A2(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(flag), static_cast<scmp_datum_t>(flag))
-               : SCMP_A1(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(flag),
-                         static_cast<scmp_datum_t>(flag));
+        const scmp_arg_cmp cmp = argument(at ? 2 : 1, SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(flag),
+                                          static_cast<scmp_datum_t>(flag));
         if ((rc = seccomp_rule_add(ctx, trap, syscall, 1, cmp)) != 0) break;
       }
       break;
