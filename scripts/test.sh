@@ -7,10 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-if [[ ! -f build-clang/CMakeCache.txt ]]; then
-  cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DAK_WERROR=ON -DAK_WITH_CUDA=OFF >/dev/null
-fi
-cmake --build build-clang --parallel "$(nproc)"
+BUILD_DIR=build-clang scripts/build.sh -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAK_WITH_CUDA=OFF
 scripts/check-format.sh
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)" --timeout 900

@@ -108,8 +108,7 @@ void time_primary(const CheckContext& ctx, const ExperimentRequest& req, size_t 
   result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing);
   const auto check_start = std::chrono::steady_clock::now();
   const CheckOutcome after = slots.verify(slots.pick_slot());
-  result.check_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+  result.check_seconds = seconds_since(check_start);
   if (!after.ok) {
     result.status = Status::Fail;
     result.stage = "timing";
@@ -211,9 +210,9 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     const size_t slot_count = forced_slots ? forced_slots : timing_slot_count(slot_bytes, runtime->info());
     auto arena = runtime->share(arena_bytes(op, req, slot_bytes, slot_count));
     ArenaAllocator allocator(*arena);
-    const double launcher_start = seconds_since(start);
+    const auto launcher_start = std::chrono::steady_clock::now();
     Launcher launcher(req.backend, *arena);
-    result.launcher_seconds = seconds_since(start) - launcher_start;
+    result.launcher_seconds = seconds_since(launcher_start);
     // Before the module is in the launcher: these costs are then the engine's own.
     const JudgeCosts costs =
         measure_judge_costs(*runtime, launcher, *arena,
