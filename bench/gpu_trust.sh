@@ -5,7 +5,7 @@
 # harness (the judge's clock, fresh inputs, the sandboxed launcher) beside two timings of the same
 # module in one process by events (bench/timing_crosscheck.py), and optionally the loop's
 # throughput on the memory-bound suite. Logs and JSON under $OUT; a short table last.
-#   OPS=rmsnorm,softmax LOOP_BUDGET=3m SLOT_SWEEP="2 7 8" ARENA_PROBE=1 bash bench/gpu_trust.sh
+#   OPS=rmsnorm,softmax LOOP_BUDGET=3m SLOT_SWEEP="2 7 8" ARENA_SWEEP="ipc vmm" bash bench/gpu_trust.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
@@ -40,6 +40,17 @@ if [[ -n ${SLOT_SWEEP:-} ]]; then
   for slots in $SLOT_SWEEP; do
     python3 bench/timing_crosscheck.py --ak "$AK" --ops "${SWEEP_OPS:-rmsnorm,layernorm,cross_entropy}" --slots "$slots"
   done 2>&1 | tee "$OUT/slot-sweep.txt"
+fi
+
+# ARENA_SWEEP="ipc vmm launcher": the crosscheck again with the judge's arena made each way
+# (AUTOKERNEL_ARENA: src/runtime/cuda/cuda_arena.cpp), for SWEEP_OPS.
+if [[ -n ${ARENA_SWEEP:-} ]]; then
+  echo "== arena sweep ($ARENA_SWEEP)"
+  for arena in $ARENA_SWEEP; do
+    echo "-- AUTOKERNEL_ARENA=$arena"
+    AUTOKERNEL_ARENA=$arena python3 bench/timing_crosscheck.py --ak "$AK" \
+      --ops "${SWEEP_OPS:-rmsnorm,layernorm,cross_entropy}" --json "$OUT/arena-$arena.json"
+  done 2>&1 | tee "$OUT/arena-sweep.txt"
 fi
 
 # ARENA_PROBE=1: the same modules on the judge's arena layout, in one process and imported through

@@ -54,24 +54,21 @@ size_t slots_from_environment() {
 }
 
 // Timed slots enough that one batch touches four times the last-level cache (a launch then reads
-// memory that no earlier launch of the batch left in it), and at least 8: a batch's fixed cost
+// memory that no earlier launch of the batch left in it), and at least 16: a batch's fixed cost
 // (the GPU switching between the launcher's and the judge's contexts, about 0.3 ms on the H100)
-// is subtracted, and what the subtraction misses (the first launch's start) is shared by more
-// launches. At most 2 GiB of slots in all (and at least 2 slots), within a share of the device's
-// memory. (The cap was a guess at why cross_entropy 8192 x 32768 read 40% slower per launch
-// through the judge than by events in one process; it reads as slow at 2 and 3 slots, and
-// rmsnorm reads 60% slow at 7 slots and not at 8 or 2: docs/benchmarks.md, 2026-11-24.)
+// is subtracted, and what the subtraction misses (about 40 us a batch on the H100: 5 us a launch
+// of reduce 16384 x 4096 at 8 slots, 12% of it) is shared by more launches. The slots take at most an eighth
+// of the device's memory (and at least 2 slots).
 size_t timing_slot_count(size_t slot_bytes, const DeviceInfo& info) {
-  constexpr size_t kMostSlotBytes = size_t{2} << 30;
   const size_t budget = info.backend == Backend::Cuda
-                            ? std::min<size_t>(info.memory_bytes / 8, kMostSlotBytes)
+                            ? info.memory_bytes / 8
                             : std::min<size_t>(info.memory_bytes / 16, size_t{1} << 30);
   const size_t bytes = std::max<size_t>(slot_bytes, 1);
   const size_t wanted = (4 * info.l2_bytes + bytes - 1) / bytes;
   // Two slots even past the budget while they take at most a quarter of the device.
   const size_t cap = std::max(budget, std::min(2 * bytes, info.memory_bytes / 4));
   const size_t fits = std::max<size_t>(1, cap / bytes);
-  return std::min({std::clamp<size_t>(wanted, 8, 64), fits});
+  return std::min({std::clamp<size_t>(wanted, 16, 64), fits});
 }
 
 // A measured time under the floor (the roofline: bytes at the measured copy bandwidth, FLOPs at

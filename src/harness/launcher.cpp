@@ -97,17 +97,19 @@ Launcher::Launcher(Backend backend, const SharedArena& arena) : backend_(backend
     ::close(ends[1]);
     throw Error(ErrorKind::Io, std::string("memfd_create: ") + std::strerror(errno));
   }
-  const bool host = arena.inherited_fd() >= 0;
-  const std::vector<std::string> argv = {self_executable().string(),
-                                         "launcher",
-                                         "--backend",
-                                         std::string(to_string(backend)),
-                                         "--device",
-                                         std::to_string(current_device(backend)),
-                                         "--arena",
-                                         host ? std::to_string(kArenaFd) : arena.handle(),
-                                         "--arena-bytes",
-                                         std::to_string(arena.size())};
+  // An arena passed as a descriptor is named by its handle's prefix and the number it has there.
+  const bool inherited = arena.inherited_fd() >= 0;
+  const std::vector<std::string> argv = {
+      self_executable().string(),
+      "launcher",
+      "--backend",
+      std::string(to_string(backend)),
+      "--device",
+      std::to_string(current_device(backend)),
+      "--arena",
+      inherited ? arena.handle() + std::to_string(kArenaFd) : arena.handle(),
+      "--arena-bytes",
+      std::to_string(arena.size())};
   try {
     pid_ = spawn_launcher(argv, ends[1], log_, arena.inherited_fd());
   } catch (...) {

@@ -55,8 +55,9 @@ class SharedArena {
   virtual ~SharedArena() = default;
   virtual std::byte* data() const = 0;  // the judge's address of the first byte
   virtual size_t size() const = 0;
-  // What the launcher maps it by: a CUDA IPC handle in hex, or the number of a memfd that the
-  // launcher inherits (inherited_fd()).
+  // What the launcher maps it by: a CUDA IPC handle in hex; or, for memory passed as a
+  // descriptor the launcher inherits (inherited_fd()), a prefix to which the launcher's number of
+  // that descriptor is appended ("" for the host's memfd, "vmm-fd:" for cuMemCreate memory).
   virtual std::string handle() const = 0;
   virtual int inherited_fd() const { return -1; }
 };

@@ -3,6 +3,7 @@
 // API, so this file needs only the host compiler.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_runtime.h"
 
 namespace ak {
@@ -153,9 +155,31 @@ TEST_F(CudaRuntimeTest, CopyUnitsPermutesRowsAndGatherReadsSpans) {
   EXPECT_EQ(std::to_integer<unsigned char>(bytes[6]), got[239]);
 }
 
-TEST_F(CudaRuntimeTest, SharedArenaHasAnIpcHandle) {
+// The default arena is cuMemCreate memory passed as a descriptor (on any GPU with VMM): a second
+// mapping made from that descriptor, as the launcher makes it, sees the judge's bytes.
+TEST_F(CudaRuntimeTest, SharedArenaIsVmmMemoryThatAMappingOfItsDescriptorSees) {
   auto arena = runtime_->share(size_t{1} << 20);
   EXPECT_GE(arena->size(), size_t{1} << 20);
+  ASSERT_EQ(arena->handle(), std::string(cuda::kVmmPrefix));
+  ASSERT_GE(arena->inherited_fd(), 0);
+  std::vector<unsigned char> sent(4096), received(4096);
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<unsigned char>(i * 7 + 3);
+  runtime_->upload(arena->data() + 8192, sent.data(), sent.size());
+  const cuda::ArenaMapping mapping(arena->handle() + std::to_string(::dup(arena->inherited_fd())),
+                                   arena->size(), cuda_current_device());
+  ASSERT_NE(mapping.data(), static_cast<void*>(arena->data()));
+  runtime_->download(received.data(), static_cast<std::byte*>(mapping.data()) + 8192, received.size());
+  EXPECT_EQ(received, sent);
+}
+
+// AUTOKERNEL_ARENA=ipc: a cudaMalloc exported through CUDA IPC, its handle as hex; another value
+// is a usage error.
+TEST_F(CudaRuntimeTest, SharedArenaThroughCudaIpcWhenAsked) {
+  ::setenv("AUTOKERNEL_ARENA", "ipc", 1);
+  auto arena = runtime_->share(size_t{1} << 20);
+  ::setenv("AUTOKERNEL_ARENA", "shm", 1);
+  EXPECT_THROW(runtime_->share(size_t{1} << 20), Error);
+  ::unsetenv("AUTOKERNEL_ARENA");
   EXPECT_EQ(arena->handle().size(), 2 * sizeof(cudaIpcMemHandle_t));
   EXPECT_EQ(arena->inherited_fd(), -1);
   std::vector<unsigned char> back(sizeof(cudaIpcMemHandle_t));

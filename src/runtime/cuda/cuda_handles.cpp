@@ -18,6 +18,16 @@ Stream::~Stream() {
   if (stream_) (void)cudaStreamDestroy(stream_);
 }
 
+IpcMapping::IpcMapping(const std::string& hex) {
+  cudaIpcMemHandle_t handle;
+  from_hex(hex, &handle, sizeof handle);
+  AK_CUDA_CHECK(cudaIpcOpenMemHandle(&data_, handle, cudaIpcMemLazyEnablePeerAccess));
+}
+
+IpcMapping::~IpcMapping() {
+  (void)cudaIpcCloseMemHandle(data_);
+}
+
 Event::Event() {
   AK_CUDA_CHECK(cudaEventCreate(&event_));
 }

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 
 namespace ak::cuda {
 
@@ -53,6 +54,20 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   size_t size_ = 0;
+};
+
+// Memory another process exported through CUDA IPC, mapped here (cudaIpcOpenMemHandle of the
+// handle's hex text; closed with cudaIpcCloseMemHandle).
+class IpcMapping {
+ public:
+  explicit IpcMapping(const std::string& hex);
+  ~IpcMapping();
+  IpcMapping(const IpcMapping&) = delete;
+  IpcMapping& operator=(const IpcMapping&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
 };
 
 // Page-locked host memory mapped into the device's address space: the host writes it and a

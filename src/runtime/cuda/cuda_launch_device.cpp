@@ -1,8 +1,9 @@
-// The launcher's side of the CUDA backend: the judge's arena opened through CUDA IPC, the kernel
+// The launcher's side of the CUDA backend: the judge's arena mapped (cuda_arena.h), the kernel
 // stream, and the gate that holds it (so the judge can see work done outside call->stream).
 #include <string>
 
 #include "core/error.h"
+#include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_handles.h"
 #include "runtime/cuda/cuda_runtime.h"
@@ -12,23 +13,6 @@
 namespace ak {
 namespace {
 
-// cudaIpcOpenMemHandle / cudaIpcCloseMemHandle.
-class IpcMapping {
- public:
-  explicit IpcMapping(const std::string& hex) {
-    cudaIpcMemHandle_t handle;
-    cuda::from_hex(hex, &handle, sizeof handle);
-    AK_CUDA_CHECK(cudaIpcOpenMemHandle(&data_, handle, cudaIpcMemLazyEnablePeerAccess));
-  }
-  ~IpcMapping() { (void)cudaIpcCloseMemHandle(data_); }
-  IpcMapping(const IpcMapping&) = delete;
-  IpcMapping& operator=(const IpcMapping&) = delete;
-  void* data() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-};
-
 class CudaLaunchDevice final : public LaunchDevice {
  public:
   ~CudaLaunchDevice() override {
@@ -37,9 +21,10 @@ class CudaLaunchDevice final : public LaunchDevice {
     (void)cudaStreamSynchronize(stream_.get());
   }
 
+  explicit CudaLaunchDevice(int device) : device_(device) {}
+
   std::byte* attach(const std::string& handle, size_t bytes) override {
-    mapping_ = std::make_unique<IpcMapping>(handle);
-    (void)bytes;
+    mapping_ = std::make_unique<cuda::ArenaMapping>(handle, bytes, device_);
     return static_cast<std::byte*>(mapping_->data());
   }
 
@@ -97,14 +82,15 @@ class CudaLaunchDevice final : public LaunchDevice {
   cuda::Stream stream_;
   cuda::Event batch_start_, batch_end_;
   cuda::StreamGate gate_;
-  std::unique_ptr<IpcMapping> mapping_;
+  int device_;
+  std::unique_ptr<cuda::ArenaMapping> mapping_;
 };
 
 }  // namespace
 
 std::unique_ptr<LaunchDevice> make_cuda_launch_device(int device) {
   AK_CUDA_CHECK(cudaSetDevice(device));
-  return std::make_unique<CudaLaunchDevice>();
+  return std::make_unique<CudaLaunchDevice>(device);
 }
 
 }  // namespace ak

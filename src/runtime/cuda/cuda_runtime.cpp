@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_handles.h"
 #include "runtime/cuda/device_kernels.h"
@@ -27,23 +28,6 @@ class CudaBuffer final : public Buffer {
 
  private:
   DeviceBuffer memory_;
-};
-
-// One cudaMalloc exported through CUDA IPC: the launcher maps the whole allocation.
-class IpcArena final : public SharedArena {
- public:
-  explicit IpcArena(size_t bytes) : memory_(std::max<size_t>(bytes, 256)) {
-    cudaIpcMemHandle_t handle;
-    AK_CUDA_CHECK(cudaIpcGetMemHandle(&handle, memory_.data()));
-    handle_ = cuda::to_hex(&handle, sizeof handle);
-  }
-  std::byte* data() const override { return static_cast<std::byte*>(memory_.data()); }
-  size_t size() const override { return memory_.size(); }
-  std::string handle() const override { return handle_; }
-
- private:
-  DeviceBuffer memory_;
-  std::string handle_;
 };
 
 // The span table in device memory, written once per set of spans; each read is one kernel
@@ -104,7 +88,9 @@ class CudaRuntime final : public Runtime {
 
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
-  std::unique_ptr<SharedArena> share(size_t bytes) override { return std::make_unique<IpcArena>(bytes); }
+  std::unique_ptr<SharedArena> share(size_t bytes) override {
+    return cuda::make_arena(bytes, cuda_current_device());
+  }
 
   void upload(void* device_dst, const void* host_src, size_t bytes) override {
     if (bytes == 0) return;

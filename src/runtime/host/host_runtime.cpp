@@ -67,7 +67,7 @@ class HostArena final : public SharedArena {
   }
   std::byte* data() const override { return data_; }
   size_t size() const override { return size_; }
-  std::string handle() const override { return std::to_string(fd_); }
+  std::string handle() const override { return {}; }  // the descriptor's number alone
   int inherited_fd() const override { return fd_; }
 
  private:
