@@ -13,13 +13,13 @@
 //                      ldmatrix from XOR-swizzled shared memory, a STAGES-deep cp.async pipeline
 //                      with zero-filled out-of-range chunks; Vec=false loads element by element
 //                      instead (rows that are not 16-byte aligned), same compute
-//   SimtGemm<...>      fp32 FFMA, 128 x (128/NB) x 8 tiles, 8 x (8/NB) outputs per thread
+//   SimtGemm<...>      fp32 FFMA, 128 x (128/NB) x 8 tiles, 8 x (8/NB) outputs per thread (fused_mlp)
 //   StoreC<T>          the plain epilogue: C[m, n] = acc, rounded once
 //   tile_of            block index -> (tile_m, tile_n), grouped along M so that neighbouring
 //                      blocks share A and B tiles in L2
 //   device_attribute   cudaDeviceGetAttribute for the current device, cached per device
-// Deterministic: each output is one thread's fixed-order sum; no atomics, no split-K.
-// The Hopper path (wgmma, TMA, mbarriers) is in cuda_gemm_sm90.cuh.
+// Deterministic: each output is one thread's fixed-order sum; no atomics, no split-K here.
+// Hopper (wgmma, TMA, mbarriers): cuda_gemm_sm90.cuh; matmul's fp32 (split-K): cuda_gemm_fp32.cuh.
 #pragma once
 
 #include <limits.h>

@@ -1,7 +1,7 @@
 // matmul, CUDA: C[i, j] = sum_k A[i, k] * B[k, j], fp32 accumulation, C rounded once.
 // Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free); output C[M, N] of A's
 // dtype; no scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, N, K >= 1.
-// Machinery in include/autokernel/cuda_gemm.cuh.
+// Machinery in include/autokernel/cuda_gemm.cuh (fp16/bf16) and cuda_gemm_fp32.cuh (fp32).
 //
 // Variants, picked per call:
 //   mma     fp16/bf16: one BLOCK_M x BLOCK_N tile of C per block, WARPS_M x WARPS_N warps, each
@@ -16,18 +16,34 @@
 //           BLOCK_N x 64 tiles brought in by TMA, STAGES deep, a producer warpgroup and two
 //           consumer warpgroups (include/autokernel/cuda_gemm_sm90.cuh). Other calls take the
 //           mma variants with their default tiles.
-//   simt    fp32: 128 x 128 x 8 tiles, 8 x 8 outputs per thread, FFMA.
-// Blocks walk the tiles in groups of 8 tile rows so that a wave shares A and B in L2. No
-// split-K: every output is one thread's fixed-order sum (repeated runs are bitwise equal).
+//   simt    fp32, N > 1 and M > 1: 128 x 128 x 16 tiles, 8 x 8 outputs per thread, FFMA, two
+//           shared buffers; float4 loads and stores when rows are 16-byte aligned and K and N
+//           are multiples of 4, element loads otherwise.
+//   matvec  fp32, N == 1: memory-bound, a warp per 4 rows of A (float4 loads when A's rows and
+//           B are 16-byte aligned, B contiguous and K a multiple of 4).
+//   vecmat  fp32, M == 1 (N > 1): memory-bound, a block per 128 columns of B (32 unaligned).
+// Blocks walk the tiles in groups of 8 tile rows so that a wave shares A and B in L2.
+// fp16/bf16 have no split-K: every output is one thread's fixed-order sum. fp32 splits K into
+// contiguous chunks (blockIdx.y) when the output alone gives few blocks (simt: no more tiles
+// than SMs, split up to one wave of 2 blocks per SM; matvec, vecmat: at most 4 blocks per SM,
+// split up to 8), each split keeping at least 128 / 2048 / 64 elements of K (simt / matvec /
+// vecmat); and whenever K is long (simt over 32768, matvec over 65536, vecmat over 16384), which
+// keeps each fp32 chain short: a single chain over K = 1M misses fp32's 1e-4 tolerance. The splits' partial
+// sums go to a workspace from cudaMallocAsync on the call's stream and a second kernel adds them in split
+// order. No atomics: repeated runs are bitwise equal.
 //
 // Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
-// them):
+// all but SPLIT_K, fp16/bf16 ignore SPLIT_K):
 //   BLOCK_M, BLOCK_N  output tile of a block
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
 //                     (128 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes its own)
+//   SPLIT_K           (not searched: fp16/bf16 would time it for nothing) fp32: 0 chooses the number of K
+//   splits per call (above); n > 0 takes n
+//                     whatever the shape (fewer when K is too short to give each split a
+//                     16-element tile, or the workspace would pass 256 MiB); 1: no split
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 64, 128, 256
@@ -45,6 +61,7 @@
 // @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_N >= 128 && BLOCK_K == 64 && STAGES >= 3)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_fp32.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 
 #ifndef BLOCK_M
@@ -67,6 +84,9 @@
 #endif
 #ifndef WGMMA
 #define WGMMA 1
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 0
 #endif
 
 namespace {
@@ -102,11 +122,11 @@ int launch(const ak_call* call) {
             n = static_cast<int>(b.shape[1]);
   const GemmProblem<T, 1> p{
       static_cast<const T*>(a.data), {static_cast<const T*>(b.data)}, a.strides[0], b.strides[0], m, n, k};
-  const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
   const cudaStream_t stream = ak_cuda::stream_of(call);
   if constexpr (sizeof(T) == 4) {
-    return launch_simt_gemm<BLayout::KN, 1>(p, store, stream);
+    return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
+    const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
         const int rc = sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES>(p, store, stream);

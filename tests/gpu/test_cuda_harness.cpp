@@ -44,6 +44,17 @@ TEST_F(CudaHarness, RmsnormStarterPassesEveryStage) {
   EXPECT_GT(j["gbps"].get<double>(), 100.0);
 }
 
+// fp32 at its 1e-4 tolerance through the split-K paths: 4 output tiles over a long K (the GEMM
+// splits K 66 ways on an H100), and one output column over K = 256K (the float4 matrix-vector
+// kernel, split 64 ways). The stages add the rest: M == 1, N == 1 with odd sizes, small splits.
+TEST_F(CudaHarness, MatmulFp32StarterPassesEveryStageWithSplitK) {
+  for (const std::string shape : {"256x256x65536", "512x1x262144"}) {
+    const auto j =
+        bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", "fp32"});
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
+  }
+}
+
 TEST_F(CudaHarness, GoodReducePasses) {
   const auto j = bench(kernel("cuda_good_reduce.cu"), "reduce", "4096x1000");
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
