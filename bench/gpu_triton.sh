@@ -10,6 +10,7 @@
 #   bash bench/gpu_triton.sh                      # from the repository root, on the GPU machine
 #   DEADLINE=900 COMPARE_COMPILE=1 bash bench/gpu_triton.sh
 #   STEPS=compare COMPARE_OPS=rotary_embedding,fused_mlp bash bench/gpu_triton.sh   # some steps only
+#   STEPS=compare COMPARE_OPS=flash_attention COMPARE_DTYPES=bf16 bash bench/gpu_triton.sh
 #
 # Carry .carry: the build's small libraries (scripts/prepare-carry.sh, which remakes .carry) and
 # then, for the Liger column, the wheel (`.venv/bin/pip download liger-kernel==0.8.5 --no-deps -d
@@ -22,6 +23,7 @@ DEADLINE=${DEADLINE:-470}            # seconds; the device call's limit is 600
 COMPARE_COMPILE=${COMPARE_COMPILE:-0}  # torch.compile max-autotune of SwiGLU alone takes minutes
 STEPS=${STEPS:-tests,bench,stages,compare}  # which steps run, e.g. STEPS=compare for the table alone
 COMPARE_OPS=${COMPARE_OPS:-rmsnorm,rotary_embedding,fused_mlp,cross_entropy}
+COMPARE_DTYPES=${COMPARE_DTYPES:-fp16}  # flash_attention's rows are bf16: COMPARE_DTYPES=fp16,bf16
 wants() { [[ ,$STEPS, == *,$1,* ]]; }
 AK=$PWD/build-gpu/autokernel
 START=$SECONDS
@@ -91,7 +93,7 @@ done
 
 if wants compare && step "compare ($COMPARE_OPS)" 90; then
   timeout $(($(left) - 10)) python3 bench/compare.py --ak "$AK" --ops "$COMPARE_OPS" \
-    --dtypes fp16 --backends cuda,triton --tune-budget 1 $([[ $COMPARE_COMPILE == 1 ]] || echo --no-compile) \
+    --dtypes "$COMPARE_DTYPES" --backends cuda,triton --tune-budget 1 $([[ $COMPARE_COMPILE == 1 ]] || echo --no-compile) \
     --json-out "$OUT/compare.json" >"$OUT/compare.log" 2>&1
   tail -8 "$OUT/compare.log"
 fi

@@ -104,15 +104,30 @@ class TritonKernels(unittest.TestCase):
                 self.check("matmul", [a, b], [torch.empty(m, n, dtype=dtype)], [], [a.double() @ b.double()], defines)
 
     def test_flash_attention(self):
-        cases = [((1, 2, 70, 64, 2), 1, None), ((1, 4, 33, 128, 2), 0, None),
-                 ((2, 2, 100, 64, 1), 1, {"BLOCK_M": 64, "BLOCK_N": 32, "NUM_WARPS": 4})]
-        for (b, h, s, d, kv), causal, defines in cases:
+        # (b, h, s, d, kv heads), causal, scale (None: 1/sqrt(d)), tuning values. Small blocks put
+        # several query and key blocks in small problems: whole key blocks, diagonal blocks and a
+        # partial last block; HEAD_GROUP 4 over 6 (batch, head)s leaves a short last group; a
+        # scale <= 0 takes the general variant (64-bit row offsets, max of the scaled scores).
+        small = {"BLOCK_M": 32, "BLOCK_N": 16, "NUM_WARPS": 4, "NUM_STAGES": 2}
+        cases = [((1, 2, 70, 64, 2), 1, None, None), ((1, 4, 33, 128, 2), 0, None, None),
+                 ((1, 2, 300, 128, 1), 1, None, None), ((1, 2, 300, 128, 2), 0, None, None),
+                 ((2, 2, 100, 64, 1), 1, None, {"BLOCK_M": 64, "BLOCK_N": 32, "NUM_WARPS": 4}),
+                 ((1, 2, 100, 48, 2), 0, None, {"BLOCK_M": 64, "BLOCK_N": 32, "NUM_WARPS": 4}),
+                 ((2, 3, 80, 32, 1), 1, None, dict(small, HEAD_GROUP=4)),
+                 ((2, 3, 80, 32, 3), 0, None, dict(small, HEAD_GROUP=2)),
+                 ((1, 2, 40, 64, 1), 1, -0.3, small), ((1, 2, 40, 64, 2), 0, 0.0, small)]
+        for (b, h, s, d, kv), causal, scale, defines in cases:
+            scale = 1 / math.sqrt(d) if scale is None else scale
             for dtype in self.dtypes(dot=True):
                 q = self.randn(b, h, s, d, dtype=dtype)
                 k, v = self.randn(b, kv, s, d, dtype=dtype), self.randn(b, kv, s, d, dtype=dtype)
                 kd, vd = (t.double().repeat_interleave(h // kv, dim=1) for t in (k, v))
-                ref = F.scaled_dot_product_attention(q.double(), kd, vd, is_causal=bool(causal))
-                self.check("flash_attention", [q, k, v], [torch.empty_like(q)], [1 / math.sqrt(d), float(causal)],
+                scores = scale * q.double() @ kd.transpose(-1, -2)  # SDPA's math path takes no scale <= 0
+                if causal:
+                    scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), -math.inf)
+                ref = torch.softmax(scores, -1) @ vd
+                # NaN-filled: a query block that no program writes fails the finiteness check.
+                self.check("flash_attention", [q, k, v], [torch.full_like(q, math.nan)], [scale, float(causal)],
                            [ref], defines)
 
     def test_fused_mlp(self):
