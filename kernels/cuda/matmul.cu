@@ -40,10 +40,10 @@
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
 //                     (128 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes its own)
-//   SPLIT_K           (not searched: fp16/bf16 would time it for nothing) fp32: 0 chooses the number of K
-//   splits per call (above); n > 0 takes n
-//                     whatever the shape (fewer when K is too short to give each split a
-//                     16-element tile, or the workspace would pass 256 MiB); 1: no split
+//   SPLIT_K           fp32 only: 0 chooses the number of K splits per call (above); n > 0
+//                     takes n whatever the shape (fewer when K is too short to give each split
+//                     a 16-element tile, or the workspace would pass 256 MiB); 1: no split. Not
+//                     a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 64, 128, 256

@@ -74,10 +74,8 @@ ArenaMapping::ArenaMapping(const std::string& handle, size_t bytes, int device) 
       throw Error(ErrorKind::Usage, "arena handle '" + handle + "' names no descriptor");
     }
     vmm_.emplace(VmmMemory::import(fd, bytes, device));
-    data_ = vmm_->data();
   } else {
     ipc_.emplace(handle);
-    data_ = ipc_->data();
   }
 }
 

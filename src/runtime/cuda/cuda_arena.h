@@ -26,12 +26,11 @@ std::unique_ptr<SharedArena> make_arena(size_t bytes, int device);
 class ArenaMapping {
  public:
   ArenaMapping(const std::string& handle, size_t bytes, int device);
-  void* data() const { return data_; }
+  void* data() const { return vmm_ ? vmm_->data() : ipc_->data(); }
 
  private:
   std::optional<IpcMapping> ipc_;
   std::optional<VmmMemory> vmm_;
-  void* data_ = nullptr;
 };
 
 }  // namespace ak::cuda

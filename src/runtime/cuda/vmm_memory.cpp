@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "runtime/cuda/cuda_check.h"
@@ -14,20 +15,26 @@
 namespace ak::cuda {
 namespace {
 
+// The driver calls this file makes, resolved once by name through the CUDA runtime.
+#define AK_VMM_DRIVER_CALLS(X)     \
+  X(cuGetErrorName)                \
+  X(cuDeviceGet)                   \
+  X(cuDeviceGetAttribute)          \
+  X(cuMemGetAllocationGranularity) \
+  X(cuMemCreate)                   \
+  X(cuMemRelease)                  \
+  X(cuMemAddressReserve)           \
+  X(cuMemAddressFree)              \
+  X(cuMemMap)                      \
+  X(cuMemUnmap)                    \
+  X(cuMemSetAccess)                \
+  X(cuMemExportToShareableHandle)  \
+  X(cuMemImportFromShareableHandle)
+
 struct Driver {
-  decltype(&cuGetErrorName) error_name = nullptr;
-  decltype(&cuDeviceGet) device_get = nullptr;
-  decltype(&cuDeviceGetAttribute) attribute = nullptr;
-  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
-  decltype(&cuMemCreate) create = nullptr;
-  decltype(&cuMemRelease) release = nullptr;
-  decltype(&cuMemAddressReserve) reserve = nullptr;
-  decltype(&cuMemAddressFree) address_free = nullptr;
-  decltype(&cuMemMap) map = nullptr;
-  decltype(&cuMemUnmap) unmap = nullptr;
-  decltype(&cuMemSetAccess) set_access = nullptr;
-  decltype(&cuMemExportToShareableHandle) export_handle = nullptr;
-  decltype(&cuMemImportFromShareableHandle) import_handle = nullptr;
+#define AK_DRIVER_FIELD(name) decltype(&::name) name = nullptr;
+  AK_VMM_DRIVER_CALLS(AK_DRIVER_FIELD)
+#undef AK_DRIVER_FIELD
 };
 
 template <class Fn>
@@ -43,19 +50,9 @@ void resolve(Fn& fn, const char* name) {
 const Driver& driver() {
   static const Driver table = [] {
     Driver d;
-    resolve(d.error_name, "cuGetErrorName");
-    resolve(d.device_get, "cuDeviceGet");
-    resolve(d.attribute, "cuDeviceGetAttribute");
-    resolve(d.granularity, "cuMemGetAllocationGranularity");
-    resolve(d.create, "cuMemCreate");
-    resolve(d.release, "cuMemRelease");
-    resolve(d.reserve, "cuMemAddressReserve");
-    resolve(d.address_free, "cuMemAddressFree");
-    resolve(d.map, "cuMemMap");
-    resolve(d.unmap, "cuMemUnmap");
-    resolve(d.set_access, "cuMemSetAccess");
-    resolve(d.export_handle, "cuMemExportToShareableHandle");
-    resolve(d.import_handle, "cuMemImportFromShareableHandle");
+#define AK_DRIVER_RESOLVE(name) resolve(d.name, #name);
+    AK_VMM_DRIVER_CALLS(AK_DRIVER_RESOLVE)
+#undef AK_DRIVER_RESOLVE
     return d;
   }();
   return table;
@@ -64,9 +61,12 @@ const Driver& driver() {
 void check(CUresult status, const char* call) {
   if (status == CUDA_SUCCESS) return;
   const char* name = nullptr;
-  if (driver().error_name(status, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown error";
+  if (driver().cuGetErrorName(status, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown error";
   throw Error(ErrorKind::Launch, std::string(call) + ": " + name);
 }
+
+// A driver call whose failure throws Error(Launch) naming the call and the driver's error.
+#define AK_DRIVER_CHECK(fn, ...) check(driver().fn(__VA_ARGS__), #fn)
 
 CUmemAllocationProp properties(int device) {
   CUmemAllocationProp prop{};
@@ -80,8 +80,7 @@ CUmemAllocationProp properties(int device) {
 size_t granularity(int device) {
   const CUmemAllocationProp prop = properties(device);
   size_t bytes = 0;
-  check(driver().granularity(&bytes, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
-        "cuMemGetAllocationGranularity");
+  AK_DRIVER_CHECK(cuMemGetAllocationGranularity, &bytes, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
   return bytes;
 }
 
@@ -89,13 +88,12 @@ size_t granularity(int device) {
 
 bool VmmMemory::supported(int device) {
   CUdevice handle = 0;
-  check(driver().device_get(&handle, device), "cuDeviceGet");
+  AK_DRIVER_CHECK(cuDeviceGet, &handle, device);
   int vmm = 0, descriptors = 0;
-  check(driver().attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, handle),
-        "cuDeviceGetAttribute");
-  check(driver().attribute(&descriptors, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-                           handle),
-        "cuDeviceGetAttribute");
+  AK_DRIVER_CHECK(cuDeviceGetAttribute, &vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                  handle);
+  AK_DRIVER_CHECK(cuDeviceGetAttribute, &descriptors,
+                  CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, handle);
   return vmm != 0 && descriptors != 0;
 }
 
@@ -105,12 +103,11 @@ VmmMemory VmmMemory::create(size_t bytes, int device) {
   memory.bytes_ = (std::max<size_t>(bytes, 1) + grain - 1) / grain * grain;
   const CUmemAllocationProp prop = properties(device);
   CUmemGenericAllocationHandle handle = 0;
-  check(driver().create(&handle, memory.bytes_, &prop, 0), "cuMemCreate");
+  AK_DRIVER_CHECK(cuMemCreate, &handle, memory.bytes_, &prop, 0);
   memory.handle_ = handle;
-  memory.map(device);
+  memory.map(device, grain);
   int fd = -1;
-  check(driver().export_handle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-        "cuMemExportToShareableHandle");
+  AK_DRIVER_CHECK(cuMemExportToShareableHandle, &fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   memory.fd_ = fd;
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // only the launcher gets it, by an explicit dup2
   return memory;
@@ -120,46 +117,43 @@ VmmMemory VmmMemory::import(int fd, size_t bytes, int device) {
   VmmMemory memory;
   memory.bytes_ = bytes;
   CUmemGenericAllocationHandle handle = 0;
-  const CUresult status = driver().import_handle(&handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
-                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  const CUresult status = driver().cuMemImportFromShareableHandle(
+      &handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   ::close(fd);  // the handle keeps the memory; no descriptor of the judge's stays open here
   check(status, "cuMemImportFromShareableHandle");
   memory.handle_ = handle;
-  memory.map(device);
+  memory.map(device, granularity(device));
   return memory;
 }
 
-void VmmMemory::map(int device) {
+void VmmMemory::map(int device, size_t alignment) {
   CUdeviceptr address = 0;
-  check(driver().reserve(&address, bytes_, granularity(device), 0, 0), "cuMemAddressReserve");
+  AK_DRIVER_CHECK(cuMemAddressReserve, &address, bytes_, alignment, 0, 0);
   address_ = address;
-  check(driver().map(address, bytes_, 0, handle_, 0), "cuMemMap");
+  AK_DRIVER_CHECK(cuMemMap, address, bytes_, 0, handle_, 0);
   mapped_ = true;
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  check(driver().set_access(address, bytes_, &access, 1), "cuMemSetAccess");
+  AK_DRIVER_CHECK(cuMemSetAccess, address, bytes_, &access, 1);
 }
 
 VmmMemory::VmmMemory(VmmMemory&& other) noexcept
-    : handle_(other.handle_),
-      address_(other.address_),
+    : handle_(std::exchange(other.handle_, 0)),
+      address_(std::exchange(other.address_, 0)),
       bytes_(other.bytes_),
-      mapped_(other.mapped_),
-      fd_(other.fd_) {
-  other.handle_ = 0;
-  other.address_ = 0;
-  other.mapped_ = false;
-  other.fd_ = -1;
-}
+      mapped_(std::exchange(other.mapped_, false)),
+      fd_(std::exchange(other.fd_, -1)) {}
 
 VmmMemory::~VmmMemory() {
-  // Work of this context may still read the memory (the runtime's stream is synchronized later).
-  if (mapped_) (void)cudaDeviceSynchronize();
-  if (mapped_) (void)driver().unmap(address_, bytes_);
-  if (address_ != 0) (void)driver().address_free(address_, bytes_);
-  if (handle_ != 0) (void)driver().release(handle_);
+  if (mapped_) {
+    // Work of this context may still read the memory (the runtime's stream is synchronized later).
+    (void)cudaDeviceSynchronize();
+    (void)driver().cuMemUnmap(address_, bytes_);
+  }
+  if (address_ != 0) (void)driver().cuMemAddressFree(address_, bytes_);
+  if (handle_ != 0) (void)driver().cuMemRelease(handle_);
   if (fd_ >= 0) ::close(fd_);
 }
 

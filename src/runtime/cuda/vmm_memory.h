@@ -32,7 +32,7 @@ class VmmMemory {
 
  private:
   VmmMemory() = default;
-  void map(int device);
+  void map(int device, size_t alignment);
 
   unsigned long long handle_ = 0;   // CUmemGenericAllocationHandle
   unsigned long long address_ = 0;  // CUdeviceptr
