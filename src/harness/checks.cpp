@@ -8,6 +8,17 @@
 namespace ak {
 namespace {
 
+// Copies of the tensors in the judge's own memory, to compare later contents against.
+std::vector<std::unique_ptr<Buffer>> snapshot(Runtime& runtime,
+                                              const std::vector<std::unique_ptr<GuardedTensor>>& tensors) {
+  std::vector<std::unique_ptr<Buffer>> copies;
+  for (const auto& t : tensors) {
+    copies.push_back(runtime.allocate(t->spec().bytes()));
+    runtime.copy(copies.back()->data(), t->data(), t->spec().bytes());
+  }
+  return copies;
+}
+
 // Catches work done outside call->stream. On an asynchronous device the launcher holds the
 // kernel stream shut while ak_launch enqueues: an output that no longer holds its poison
 // (load_case wrote it) before the stream opens was written by work on another stream (or
@@ -29,12 +40,12 @@ std::string launch_confined(const CheckContext& ctx, KernelArgs& args) {
     launcher.release();
     return violation;
   }
-  std::vector<std::vector<std::byte>> before;
   launcher.run({id});
-  for (const auto& out : args.outputs) before.push_back(out->download());
+  const auto before = snapshot(ctx.runtime, args.outputs);
   std::this_thread::sleep_for(20ms);
   for (size_t i = 0; i < args.outputs.size(); ++i)
-    if (args.outputs[i]->download() != before[i])
+    if (ctx.runtime.first_difference(args.outputs[i]->data(), before[i]->data(),
+                                     args.outputs[i]->spec().bytes()) >= 0)
       return args.outputs[i]->spec().name +
              " changed after ak_launch returned: work left running in the background";
   return "";
@@ -81,12 +92,14 @@ void launch_kernel(const CheckContext& ctx, KernelArgs& args) {
   ctx.launcher.run({args.launch_id(ctx.launcher)});
 }
 
-void load_case(KernelArgs& args, const PreparedCase& prepared) {
-  for (size_t i = 0; i < args.inputs.size(); ++i) args.inputs[i]->upload(prepared.input_bytes[i]);
+void load_case(const CheckContext& ctx, KernelArgs& args, const DeviceCase& device) {
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    ctx.runtime.copy(args.inputs[i]->data(), device.inputs[i]->data(), args.inputs[i]->spec().bytes());
   for (auto& out : args.outputs) out->poison();
 }
 
-CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared) {
+CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared,
+                         const DeviceCase& device) {
   CheckOutcome outcome;
   auto fail = [&](std::string reason) {
     outcome.ok = false;
@@ -97,13 +110,13 @@ CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const 
     for (const auto& t : *group)
       if (std::string bad = t->check_guards(); !bad.empty()) return fail(bad);
   for (size_t i = 0; i < args.inputs.size(); ++i)
-    if (args.inputs[i]->download() != prepared.input_bytes[i])
+    if (ctx.runtime.first_difference(args.inputs[i]->data(), device.inputs[i]->data(),
+                                     args.inputs[i]->spec().bytes()) >= 0)
       return fail("input " + args.inputs[i]->spec().name + " was modified");
   // The problem's dtype (every op's first input) sets the tolerance, also for fp32 outputs.
   const Tolerance tol = ctx.op.tolerance(args.inputs.front()->spec().dtype);
   for (size_t i = 0; i < args.outputs.size(); ++i) {
-    const Comparison c = compare_output(args.outputs[i]->spec(), args.outputs[i]->download(),
-                                        prepared.reference[i], tol, prepared.rows);
+    const Comparison c = compare_output(ctx.runtime, args.outputs[i]->data(), prepared, device, i, tol);
     outcome.worst_norm_error = std::max(outcome.worst_norm_error, c.norm_error / tol.norm_rtol);
     if (!c.ok) return fail(c.reason);
   }
@@ -121,15 +134,16 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
   std::unique_ptr<KernelArgs> args;
   for (int set = 0; set < kInputSetsPerCheck; ++set) {
     auto prepared = prepare_case(ctx.op, input_set(spec, set));
+    auto device = ctx.cases.get(prepared);
     if (!args) args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, prepared->signature);
-    load_case(*args, *prepared);
+    load_case(ctx, *args, *device);
     if (set == 0) {
       if (std::string violation = launch_confined(ctx, *args); !violation.empty())
         return {false, violation + " (" + describe_case(spec, set) + ")", 0};
     } else {
       launch_kernel(ctx, *args);
     }
-    CheckOutcome outcome = verify_case(ctx, *args, *prepared);
+    CheckOutcome outcome = verify_case(ctx, *args, *prepared, *device);
     if (!outcome.ok) {
       outcome.reason += " (" + describe_case(spec, set) + ")";
       return outcome;
@@ -141,22 +155,23 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec) {
 
 CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats) {
   auto prepared = prepare_case(ctx.op, input_set(spec, 0));
+  auto device = ctx.cases.get(prepared);
   KernelArgs args(ctx.runtime, ctx.arena, prepared->signature);
-  std::vector<std::vector<std::byte>> first;
+  std::vector<std::unique_ptr<Buffer>> first;
   for (int run = 0; run < repeats; ++run) {
-    load_case(args, *prepared);
+    load_case(ctx, args, *device);
     launch_kernel(ctx, args);
-    for (size_t i = 0; i < args.outputs.size(); ++i) {
-      auto bytes = args.outputs[i]->download();
-      if (run == 0) {
-        first.push_back(std::move(bytes));
-      } else if (bytes != first[i]) {
+    if (run == 0) {
+      first = snapshot(ctx.runtime, args.outputs);
+      continue;
+    }
+    for (size_t i = 0; i < args.outputs.size(); ++i)
+      if (ctx.runtime.first_difference(args.outputs[i]->data(), first[i]->data(),
+                                       args.outputs[i]->spec().bytes()) >= 0)
         return {false,
                 args.outputs[i]->spec().name + " differs bitwise between run 1 and run " +
                     std::to_string(run + 1) + " on the same inputs (" + describe_case(spec, 0) + ")",
                 0};
-      }
-    }
   }
   return {};
 }

@@ -11,6 +11,7 @@
 
 #include "core/op.h"
 #include "harness/arena.h"
+#include "harness/device_case.h"
 #include "harness/guarded_tensor.h"
 #include "harness/launcher.h"
 #include "harness/prepared_case.h"
@@ -19,12 +20,13 @@
 namespace ak {
 
 // The judge's means: its device, the arena it shares with the launcher, the launcher that runs
-// the kernel, and the operator the kernel claims to compute.
+// the kernel, the operator the kernel claims to compute, and the cases on the device.
 struct CheckContext {
   Runtime& runtime;
   ArenaAllocator& arena;
   Launcher& launcher;
   const Op& op;
+  DeviceCases& cases;
 };
 
 struct CheckOutcome {
@@ -63,9 +65,10 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec);
 // Runs the same inputs `repeats` times: the outputs must be bitwise identical.
 CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats);
 
-// Uploads a prepared case's inputs and poisons the outputs.
-void load_case(KernelArgs& args, const PreparedCase& prepared);
+// Copies a case's inputs from the judge's memory into the arena and poisons the outputs.
+void load_case(const CheckContext& ctx, KernelArgs& args, const DeviceCase& device);
 // Checks outputs against the reference plus guards and unchanged inputs, after the kernel ran.
-CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared);
+CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared,
+                         const DeviceCase& device);
 
 }  // namespace ak

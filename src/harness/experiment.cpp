@@ -215,7 +215,8 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
         measure_judge_costs(*runtime, launcher, *arena,
                             TimedSlots::sample_count(op.signature(req.problem, req.dtype), slot_count));
     launcher.load(req.module);
-    const CheckContext ctx{*runtime, allocator, launcher, op};
+    DeviceCases cases(*runtime);
+    const CheckContext ctx{*runtime, allocator, launcher, op, cases};
     result.setup_seconds = seconds_since(start);
     if (run_correctness_stages(ctx, stage_plan(req), result, track)) {
       track("timing");

@@ -18,23 +18,12 @@ void* GuardedTensor::data() const {
   return static_cast<std::byte*>(buffer_->data()) + kGuardBytes;
 }
 
-void GuardedTensor::upload(const std::vector<std::byte>& bytes) {
-  runtime_.upload(data(), bytes.data(), spec_.bytes());
-}
-
-std::vector<std::byte> GuardedTensor::download() const {
-  std::vector<std::byte> bytes(spec_.bytes());
-  runtime_.download(bytes.data(), data(), bytes.size());
-  return bytes;
-}
-
 void GuardedTensor::poison() {
   runtime_.fill(data(), kPoisonPattern, spec_.bytes());
 }
 
 bool GuardedTensor::still_poisoned() const {
-  const std::vector<std::byte> bytes = download();
-  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == kPoisonPattern; });
+  return runtime_.first_byte_not(data(), kPoisonPattern, spec_.bytes()) < 0;
 }
 
 std::string GuardedTensor::check_guards() const {

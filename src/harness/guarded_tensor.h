@@ -27,8 +27,6 @@ class GuardedTensor {
   // Where the data starts in the shared arena.
   size_t arena_offset() const { return arena_offset_; }
 
-  void upload(const std::vector<std::byte>& bytes);
-  std::vector<std::byte> download() const;
   void poison();
   // Whether every byte still holds the poison pattern (nothing has written the tensor since poison()).
   bool still_poisoned() const;

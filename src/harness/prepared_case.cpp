@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <random>
@@ -27,6 +28,22 @@ std::vector<int64_t> sample_rows(const Signature& sig, std::mt19937_64& rng) {
   return {rows.begin(), rows.end()};
 }
 
+// Appends the compared elements of one output's float64 reference, as float, and their rms.
+void keep_compared(PreparedCase& prepared, const Values& out) {
+  const int64_t row_len = out.spec.shape.empty() ? 1 : out.spec.shape.back();
+  const std::vector<int64_t>& rows = prepared.rows;
+  const int64_t compared = rows.empty() ? out.spec.numel() : static_cast<int64_t>(rows.size()) * row_len;
+  std::vector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(compared));
+  double sum_sq = 0;
+  for (int64_t k = 0; k < compared; ++k) {
+    const int64_t i = rows.empty() ? k : rows[static_cast<size_t>(k / row_len)] * row_len + k % row_len;
+    const double ref = out.data[static_cast<size_t>(i)];
+    kept[static_cast<size_t>(k)] = static_cast<float>(ref);
+    sum_sq += ref * ref;
+  }
+  prepared.reference_rms.push_back(compared ? std::sqrt(sum_sq / static_cast<double>(compared)) : 0.0);
+}
+
 std::shared_ptr<const PreparedCase> build(const Op& op, const CaseSpec& set) {
   const Problem& problem = set.problem;
   auto prepared = std::make_shared<PreparedCase>();
@@ -45,9 +62,11 @@ std::shared_ptr<const PreparedCase> build(const Op& op, const CaseSpec& set) {
   }
 
   if (op.row_sampling() && op.flops(problem) > kFullReferenceFlops) prepared->rows = sample_rows(sig, rng);
+  std::vector<Values> reference;
   for (const auto& spec : sig.outputs)
-    prepared->reference.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()), 0.0)});
-  op.reference(problem, inputs, prepared->reference, prepared->rows);
+    reference.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()), 0.0)});
+  op.reference(problem, inputs, reference, prepared->rows);
+  for (const Values& out : reference) keep_compared(*prepared, out);
   return prepared;
 }
 
@@ -101,6 +120,15 @@ int64_t elements_of(const Op& op, const CaseSpec& set) {
 }
 
 }  // namespace
+
+int64_t PreparedCase::reference_position(size_t output, int64_t index) const {
+  const TensorSpec& spec = signature.outputs.at(output);
+  if (rows.empty()) return index;
+  const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
+  const auto it = std::lower_bound(rows.begin(), rows.end(), index / row_len);
+  if (it == rows.end() || *it != index / row_len) return -1;
+  return (it - rows.begin()) * row_len + index % row_len;
+}
 
 std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& set) {
   Cache& c = cache();

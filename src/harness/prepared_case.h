@@ -20,11 +20,18 @@ struct CaseSpec {
   uint64_t seed = 0;
 };
 
+// The reference is computed in float64 and kept as float, only for the compared elements (every
+// element, or those of the sampled rows, in order): that is what the judge uploads and compares
+// on the device, and a float's rounding is far below every tolerance.
 struct PreparedCase {
   Signature signature;
   std::vector<std::vector<std::byte>> input_bytes;  // encoded in each input's dtype
-  std::vector<Values> reference;                    // one per output
-  std::vector<int64_t> rows;                        // sampled rows; empty = all compared
+  std::vector<std::vector<float>> reference;        // one per output: the compared elements
+  std::vector<double> reference_rms;                // one per output: sqrt(mean(ref^2)), compared elements
+  std::vector<int64_t> rows;                        // sampled rows, ascending; empty = all compared
+
+  // Where element `index` of output `output` sits in its reference; -1 when it is not compared.
+  int64_t reference_position(size_t output, int64_t index) const;
 };
 
 // References above this many FLOPs are row-sampled when the op allows it.

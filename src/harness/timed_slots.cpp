@@ -37,15 +37,7 @@ TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
   if (pool_.empty() || slots == 0) throw Error(ErrorKind::Internal, "TimedSlots: no pool or no slots");
   const Signature& sig = pool_.front()->signature;
   tolerance_ = ctx.op.tolerance(sig.inputs.front().dtype);
-  for (const auto& set : pool_) {
-    auto& inputs = pool_inputs_.emplace_back();
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      inputs.push_back(ctx.runtime.allocate(sig.inputs[i].bytes()));
-      ctx.runtime.upload(inputs.back()->data(), set->input_bytes[i].data(), sig.inputs[i].bytes());
-    }
-    auto& rms = reference_rms_.emplace_back();
-    for (const auto& ref : set->reference) rms.push_back(reference_rms(ref, set->rows));
-  }
+  for (const auto& set : pool_) pool_device_.push_back(ctx.cases.get(set, /*with_reference=*/false));
   for (size_t s = 0; s < slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, sig);
@@ -78,7 +70,7 @@ void TimedSlots::refill() {
     std::shuffle(slot->order.begin(), slot->order.end(), rng_);
     for (size_t i = 0; i < sig.inputs.size(); ++i) {
       void* dst = slot->args->inputs[i]->data();
-      const void* src = pool_inputs_[slot->pool_set][i]->data();
+      const void* src = pool_device_[slot->pool_set]->inputs[i]->data();
       const int64_t unit = units_.inputs[i];
       if (unit > 0)
         ctx_.runtime.copy_units(dst, src, static_cast<size_t>(unit) * size_of(sig.inputs[i].dtype),
@@ -106,21 +98,20 @@ void TimedSlots::choose_samples() {
       const TensorSpec& spec = sig.outputs[j];
       const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
       const int64_t n_rows = spec.numel() / row_len;
+      const int64_t compared_rows = set.rows.empty() ? n_rows : static_cast<int64_t>(set.rows.size());
       for (int k = 0; k < kSamplesPerOutput; ++k) {
-        const int64_t row =
-            set.rows.empty() ? std::uniform_int_distribution<int64_t>(0, n_rows - 1)(rng_)
-                             : set.rows[std::uniform_int_distribution<size_t>(0, set.rows.size() - 1)(rng_)];
-        const int64_t pool_index =
-            row * row_len + std::uniform_int_distribution<int64_t>(0, row_len - 1)(rng_);
+        const int64_t row_position = std::uniform_int_distribution<int64_t>(0, compared_rows - 1)(rng_);
+        const int64_t column = std::uniform_int_distribution<int64_t>(0, row_len - 1)(rng_);
+        const int64_t row = set.rows.empty() ? row_position : set.rows[static_cast<size_t>(row_position)];
+        const int64_t pool_index = row * row_len + column;
         const int64_t unit = units_.outputs[j];
         const int64_t slot_index =
             unit > 0 ? inverse[static_cast<size_t>(pool_index / unit)] * unit + pool_index % unit
                      : pool_index;
-        const double ref = set.reference[j].data[static_cast<size_t>(pool_index)];
-        samples_.push_back(
-            {spec.dtype, ref,
-             tolerance_.atol * reference_rms_[slot->pool_set][j] + tolerance_.rtol * std::fabs(ref),
-             spec.name + "[" + std::to_string(slot_index) + "]"});
+        const double ref = set.reference[j][static_cast<size_t>(row_position * row_len + column)];
+        samples_.push_back({spec.dtype, ref,
+                            tolerance_.atol * set.reference_rms[j] + tolerance_.rtol * std::fabs(ref),
+                            spec.name + "[" + std::to_string(slot_index) + "]"});
         const size_t size = size_of(spec.dtype);
         spans.push_back({static_cast<const std::byte*>(slot->args->outputs[j]->data()) +
                              slot_index * static_cast<int64_t>(size),
@@ -160,16 +151,16 @@ SampleReading TimedSlots::read_samples() {
   return reading;
 }
 
-// Puts a slot's tensor back in the pool set's order (pool unit order[u] <- slot unit u).
-std::vector<std::byte> TimedSlots::restore_order(const Slot& slot, const std::vector<std::byte>& bytes,
-                                                 int64_t unit_elements, size_t element_size) const {
-  if (unit_elements <= 0) return bytes;
-  const size_t unit_bytes = static_cast<size_t>(unit_elements) * element_size;
-  std::vector<std::byte> restored(bytes.size());
+// Pool unit order[u] <- slot unit u: a copy of units in the inverse order.
+const void* TimedSlots::restore_order(const Slot& slot, const GuardedTensor& tensor, int64_t unit_elements,
+                                      Buffer& scratch) const {
+  if (unit_elements <= 0) return tensor.data();
+  std::vector<int64_t> inverse(slot.order.size());
   for (size_t u = 0; u < slot.order.size(); ++u)
-    std::copy_n(bytes.data() + u * unit_bytes, unit_bytes,
-                restored.data() + static_cast<size_t>(slot.order[u]) * unit_bytes);
-  return restored;
+    inverse[static_cast<size_t>(slot.order[u])] = static_cast<int64_t>(u);
+  ctx_.runtime.copy_units(scratch.data(), tensor.data(),
+                          static_cast<size_t>(unit_elements) * size_of(tensor.spec().dtype), inverse);
+  return scratch.data();
 }
 
 CheckOutcome TimedSlots::verify(size_t index) {
@@ -185,18 +176,22 @@ CheckOutcome TimedSlots::verify(size_t index) {
         if (std::string bad = t->check_guards(); !bad.empty()) return fail(bad);
   const Slot& slot = *slots_.at(index);
   const PreparedCase& set = *pool_[slot.pool_set];
+  const auto device_case = ctx_.cases.get(pool_[slot.pool_set]);  // now with its reference
+  const DeviceCase& device = *device_case;
   const KernelArgs& args = *slot.args;
+  size_t largest = 0;
+  for (const auto* group : {&args.inputs, &args.outputs})
+    for (const auto& t : *group) largest = std::max(largest, t->spec().bytes());
+  auto scratch = ctx_.runtime.allocate(largest);
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    const TensorSpec& spec = args.inputs[i]->spec();
-    if (restore_order(slot, args.inputs[i]->download(), units_.inputs[i], size_of(spec.dtype)) !=
-        set.input_bytes[i])
-      return fail("input " + spec.name + " was modified");
+    const GuardedTensor& input = *args.inputs[i];
+    const void* restored = restore_order(slot, input, units_.inputs[i], *scratch);
+    if (ctx_.runtime.first_difference(restored, device.inputs[i]->data(), input.spec().bytes()) >= 0)
+      return fail("input " + input.spec().name + " was modified");
   }
   for (size_t j = 0; j < args.outputs.size(); ++j) {
-    const TensorSpec& spec = args.outputs[j]->spec();
-    const auto bytes =
-        restore_order(slot, args.outputs[j]->download(), units_.outputs[j], size_of(spec.dtype));
-    const Comparison c = compare_output(spec, bytes, set.reference[j], tolerance_, set.rows);
+    const void* restored = restore_order(slot, *args.outputs[j], units_.outputs[j], *scratch);
+    const Comparison c = compare_output(ctx_.runtime, restored, set, device, j, tolerance_);
     outcome.worst_norm_error = std::max(outcome.worst_norm_error, c.norm_error / tolerance_.norm_rtol);
     if (!c.ok) return fail(c.reason);
   }

@@ -60,15 +60,16 @@ class TimedSlots {
     std::string name;
   };
   void choose_samples();
-  std::vector<std::byte> restore_order(const Slot& slot, const std::vector<std::byte>& bytes,
-                                       int64_t unit_elements, size_t element_size) const;
+  // A slot's tensor put back in its pool set's order, in `scratch` (judge-only memory); the
+  // tensor itself when its units were not rearranged.
+  const void* restore_order(const Slot& slot, const GuardedTensor& tensor, int64_t unit_elements,
+                            Buffer& scratch) const;
 
   const CheckContext& ctx_;
   UnitLayout units_;
   Tolerance tolerance_;
   std::vector<std::shared_ptr<const PreparedCase>> pool_;
-  std::vector<std::vector<std::unique_ptr<Buffer>>> pool_inputs_;  // judge-only memory
-  std::vector<std::vector<double>> reference_rms_;                 // [pool set][output]
+  std::vector<std::shared_ptr<const DeviceCase>> pool_device_;  // judge-only memory
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Sample> samples_;
   std::unique_ptr<Gather> gather_;

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace ak {
 
 enum class Backend { Cuda, Host };
@@ -79,6 +81,35 @@ class Gather {
   virtual void reset(const std::vector<ByteSpan>& spans) = 0;
 };
 
+// One output beside its reference, both in the runtime's memory: what Runtime::scan_output reads.
+// The reference holds the compared elements in order (every element, or those of `rows`), as
+// float: the tolerances (1e-4 relative at the tightest) are far above a float's rounding, and it
+// halves what the judge uploads.
+struct OutputScanJob {
+  const void* output = nullptr;  // `numel` elements of `dtype`
+  DType dtype = DType::F32;
+  int64_t numel = 0;
+  const float* reference = nullptr;
+  const int64_t* rows = nullptr;  // ascending row indices (a row: `row_len` elements); nullptr = all
+  int64_t n_rows = 0;
+  int64_t row_len = 1;
+  double atol = 0;  // the tolerance's absolute term, already scaled (atol * rms of the reference)
+  double rtol = 0;
+  std::byte poison{0xFF};  // what every byte of an unwritten element holds
+};
+
+// What a scan finds. Indices are the output's element indices, the lowest of each kind; -1 for
+// none. Unwritten: every byte still the job's poison. The sums run over the compared
+// elements only; the written and finite tests over every element.
+struct OutputScan {
+  int64_t unwritten = 0;
+  int64_t first_unwritten = -1, first_nonfinite = -1, first_violation = -1;
+  double ref_sq = 0, diff_sq = 0, max_abs = 0;
+  int64_t compared = 0;
+};
+// Adds the findings of a part of the elements to those of the parts before it.
+void merge_scan(OutputScan& into, const OutputScan& part);
+
 // The judge's side of a device: memory it owns, shares with the launcher, fills, reads and
 // compares. It never runs a kernel module (the launcher does, through LaunchDevice). Every
 // operation is synchronous.
@@ -102,6 +133,15 @@ class Runtime {
   virtual void copy_units(void* device_dst, const void* device_src, size_t unit_bytes,
                           const std::vector<int64_t>& order) = 0;
   virtual std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) = 0;
+
+  // Comparisons done where the data lives, so that only their summaries cross to the host (a
+  // check of an 8192 x 8192 output reads 128 MB; its summary is a few hundred bytes). Results do
+  // not depend on thread or block counts.
+  virtual OutputScan scan_output(const OutputScanJob& job) = 0;
+  // The first byte at which `a` and `b` differ, or -1 when all `bytes` are equal.
+  virtual int64_t first_difference(const void* a, const void* b, size_t bytes) = 0;
+  // The first byte that is not `value`, or -1 when every one of `bytes` is.
+  virtual int64_t first_byte_not(const void* data, std::byte value, size_t bytes) = 0;
   // Evicts the last-level cache (a read of twice its size: a write would leave dirty lines whose
   // write-back lands in the next timed work), so the next timed work starts cold.
   virtual void flush_cache() = 0;

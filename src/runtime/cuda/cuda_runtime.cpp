@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/cuda/compare_kernels.h"
 #include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_handles.h"
@@ -137,6 +138,40 @@ class CudaRuntime final : public Runtime {
     return std::make_unique<CudaGather>(spans, stream_.get(), info_.multiprocessors);
   }
 
+  OutputScan scan_output(const OutputScanJob& job) override {
+    const cuda::ScanArgs args{job.output,
+                              static_cast<int>(job.dtype),
+                              static_cast<unsigned>(size_of(job.dtype)),
+                              job.numel,
+                              job.reference,
+                              reinterpret_cast<const long long*>(job.rows),
+                              job.n_rows,
+                              job.row_len,
+                              job.atol,
+                              job.rtol,
+                              std::to_integer<unsigned char>(job.poison)};
+    auto* parts = static_cast<const cuda::ScanPart*>(compare_parts(sizeof(cuda::ScanPart)));
+    AK_CUDA_CHECK(cuda::launch_scan_output(
+        stream_.get(), args, static_cast<cuda::ScanPart*>(compare_parts_->device()), info_.multiprocessors));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    auto index = [](long long i) { return i == cuda::kNoIndex ? int64_t{-1} : int64_t{i}; };
+    OutputScan scan;
+    for (unsigned b = 0; b < cuda::compare_blocks(info_.multiprocessors); ++b) {
+      const cuda::ScanPart& p = parts[b];
+      merge_scan(scan, {p.unwritten, index(p.first_unwritten), index(p.first_nonfinite),
+                        index(p.first_violation), p.ref_sq, p.diff_sq, p.max_abs, p.compared});
+    }
+    return scan;
+  }
+
+  int64_t first_difference(const void* a, const void* b, size_t bytes) override {
+    return first_mismatch(a, b, std::byte{0}, bytes);
+  }
+
+  int64_t first_byte_not(const void* data, std::byte value, size_t bytes) override {
+    return first_mismatch(data, nullptr, value, bytes);
+  }
+
   void flush_cache() override {
     const FlushBuffers& flush = flush_buffers();
     AK_CUDA_CHECK(cuda::launch_cache_flush(stream_.get(), flush.lines.data(), flush.lines.size(),
@@ -169,9 +204,36 @@ class CudaRuntime final : public Runtime {
     return *flush_;
   }
 
+  // Where the comparison kernels write one partial per block: mapped host memory, read after
+  // the stream's wait without a copy.
+  const void* compare_parts(size_t part_bytes) {
+    const size_t bytes = cuda::compare_blocks(info_.multiprocessors) * part_bytes;
+    if (!compare_parts_ || compare_parts_bytes_ < bytes) {
+      compare_parts_.reset();
+      compare_parts_.emplace(bytes);
+      compare_parts_bytes_ = bytes;
+    }
+    return compare_parts_->host();
+  }
+
+  int64_t first_mismatch(const void* a, const void* b, std::byte value, size_t bytes) {
+    if (bytes == 0) return -1;
+    auto* parts = static_cast<const long long*>(compare_parts(sizeof(long long)));
+    AK_CUDA_CHECK(cuda::launch_first_mismatch(stream_.get(), a, b, std::to_integer<unsigned char>(value),
+                                              bytes, static_cast<long long*>(compare_parts_->device()),
+                                              info_.multiprocessors));
+    AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    long long found = cuda::kNoIndex;
+    for (unsigned block = 0; block < cuda::compare_blocks(info_.multiprocessors); ++block)
+      found = std::min(found, parts[block]);
+    return found == cuda::kNoIndex ? -1 : found;
+  }
+
   DeviceInfo info_;
   Stream stream_;
   std::optional<FlushBuffers> flush_;
+  std::optional<MappedHostMemory> compare_parts_;
+  size_t compare_parts_bytes_ = 0;
   std::optional<DeviceBuffer> order_table_;
 };
 
@@ -208,6 +270,7 @@ std::unique_ptr<Runtime> make_cuda_runtime() {
   const int device = cuda_current_device();
   AK_CUDA_CHECK(cudaSetDevice(device));  // creates the primary context now, not inside a timing
   AK_CUDA_CHECK(cuda::preload_device_kernels());
+  AK_CUDA_CHECK(cuda::preload_compare_kernels());
   return std::make_unique<CudaRuntime>(cuda::query_device_info(device));
 }
 

@@ -20,6 +20,7 @@
 #include "core/parallel.h"
 #include "core/paths.h"
 #include "runtime/host/host_ceilings.h"
+#include "runtime/host/host_compare.h"
 
 namespace ak {
 namespace {
@@ -153,6 +154,14 @@ class HostRuntime final : public Runtime {
 
   std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) override {
     return std::make_unique<HostGather>(spans);
+  }
+
+  OutputScan scan_output(const OutputScanJob& job) override { return scan_output_on_host(job); }
+  int64_t first_difference(const void* a, const void* b, size_t bytes) override {
+    return first_difference_on_host(a, b, bytes);
+  }
+  int64_t first_byte_not(const void* data, std::byte value, size_t bytes) override {
+    return first_byte_not_on_host(data, value, bytes);
   }
 
   // Reads a buffer twice the size of the last-level cache, in parallel like the kernels.
