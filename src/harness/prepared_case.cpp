@@ -1,5 +1,7 @@
 #include "harness/prepared_case.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -75,12 +77,46 @@ Key key_of(const Op& op, const CaseSpec& set) {
           set.seed};
 }
 
-// Kept: one plan's sets, never evicted until keep_prepared_cases replaces them. Recent: anything
-// else drawn, bounded so that large cases of earlier problems do not pile up.
+// Kept: the sets of the plans keep_prepared_cases named, the most recently named first to stay
+// (a suite loop returns to each kernel after the others' turns: redrawing its references then
+// cost seconds an experiment). Recent: anything else drawn, bounded so that large cases of
+// earlier problems do not pile up.
 struct Cache {
   std::mutex mutex;
   std::map<Key, std::shared_ptr<const PreparedCase>> kept, recent;
+  std::map<Key, uint64_t> last_named;  // of each kept set: when keep_prepared_cases last named it
+  uint64_t clock = 0;
 };
+
+size_t bytes_of(const PreparedCase& prepared) {
+  size_t bytes = prepared.rows.size() * sizeof(int64_t);
+  for (const auto& input : prepared.input_bytes) bytes += input.size();
+  for (const auto& ref : prepared.reference) bytes += ref.size() * sizeof(float);
+  return bytes;
+}
+
+// What kept sets may hold: a quarter of the machine's memory.
+size_t kept_bytes_bound() {
+  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE)) / 4;
+}
+
+// Drops the kept sets of other plans, least recently named first, until those left and `incoming`
+// more bytes fit the bound. The caller holds the mutex.
+void make_room(Cache& c, const std::map<Key, CaseSpec>& wanted, size_t incoming) {
+  size_t total = incoming;
+  std::vector<std::pair<uint64_t, Key>> others;
+  for (const auto& [key, prepared] : c.kept) {
+    total += bytes_of(*prepared);
+    if (!wanted.contains(key)) others.emplace_back(c.last_named[key], key);
+  }
+  std::sort(others.begin(), others.end());
+  for (const auto& [named, key] : others) {
+    if (total <= kept_bytes_bound()) break;
+    total -= bytes_of(*c.kept.at(key));
+    c.kept.erase(key);
+    c.last_named.erase(key);
+  }
+}
 
 Cache& cache() {
   static Cache instance;
@@ -107,6 +143,20 @@ void draw_in_parallel(const Op& op, const std::vector<CaseSpec>& sets, const std
   std::vector<std::jthread> threads;
   for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
   work();
+}
+
+// What a drawn set will hold (its inputs and a float reference of every output element, the
+// most it keeps): an estimate before drawing it.
+size_t input_and_reference_bytes(const Op& op, const CaseSpec& set) {
+  try {
+    size_t bytes = 0;
+    const Signature sig = op.signature(set.problem, set.dtype);
+    for (const auto& spec : sig.inputs) bytes += spec.bytes();
+    for (const auto& spec : sig.outputs) bytes += static_cast<size_t>(spec.numel()) * sizeof(float);
+    return bytes;
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 int64_t elements_of(const Op& op, const CaseSpec& set) {
@@ -153,9 +203,15 @@ void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
   {
     std::lock_guard lock(c.mutex);
     c.recent.clear();
-    std::erase_if(c.kept, [&](const auto& entry) { return !wanted.contains(entry.first); });
-    for (const auto& [key, set] : wanted)
-      if (!c.kept.contains(key)) missing.emplace_back(elements_of(op, set), key);
+    ++c.clock;
+    size_t incoming = 0;
+    for (const auto& [key, set] : wanted) {
+      c.last_named[key] = c.clock;
+      if (c.kept.contains(key)) continue;
+      missing.emplace_back(elements_of(op, set), key);
+      incoming += input_and_reference_bytes(op, set);
+    }
+    make_room(c, wanted, incoming);
   }
   std::sort(missing.begin(), missing.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<CaseSpec> to_draw;

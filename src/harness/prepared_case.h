@@ -42,9 +42,10 @@ inline constexpr int kSampledRows = 48;
 // cache is small), else drawn now.
 std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& set);
 
-// Makes exactly `sets` the kept ones: those kept already stay, the others are dropped first (one
-// plan's references can take gigabytes), and the missing ones are drawn on parallel CPU threads,
-// all joined before it returns. Never touches a device, so a process may fork after it and its
+// Makes `sets` kept: those kept already stay, the missing ones are drawn on parallel CPU threads,
+// all joined before it returns. Sets kept for earlier calls stay too while everything kept fits
+// a quarter of the machine's memory (one plan's references can take gigabytes); past that the
+// least recently named go first. Never touches a device, so a process may fork after it and its
 // children find every set in their copy of the cache. A set that cannot be drawn is skipped: the
 // experiment meets the same error when it draws the set itself.
 void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets);

@@ -199,5 +199,22 @@ TEST(ExperimentServer, KeepsEveryCaseOfThePlanPrepared) {
   EXPECT_EQ(sets[1].seed, sets[0].seed + 1);
 }
 
+// A suite loop takes each kernel in turn: its sets must still be there when its turn comes back.
+TEST(ExperimentServer, KeepsEarlierPlansWhileTheyFit) {
+  ExperimentRequest reduce, rmsnorm;
+  reduce.op = "reduce";
+  reduce.problem = parse_problem("96x1000");
+  rmsnorm.op = "rmsnorm";
+  rmsnorm.problem = parse_problem("64x512");
+  const auto reduce_sets = experiment_input_sets(reduce), rmsnorm_sets = experiment_input_sets(rmsnorm);
+  keep_prepared_cases(find_op("reduce"), reduce_sets);
+  const auto first = prepare_case(find_op("reduce"), reduce_sets.front());
+  keep_prepared_cases(find_op("rmsnorm"), rmsnorm_sets);
+  const auto rms_first = prepare_case(find_op("rmsnorm"), rmsnorm_sets.back());
+  keep_prepared_cases(find_op("reduce"), reduce_sets);
+  EXPECT_EQ(prepare_case(find_op("reduce"), reduce_sets.front()), first);  // not drawn again
+  EXPECT_EQ(prepare_case(find_op("rmsnorm"), rmsnorm_sets.back()), rms_first);
+}
+
 }  // namespace
 }  // namespace ak::test
