@@ -35,7 +35,7 @@ void keep_compared(PreparedCase& prepared, const Values& out) {
   const int64_t row_len = out.spec.shape.empty() ? 1 : out.spec.shape.back();
   const std::vector<int64_t>& rows = prepared.rows;
   const int64_t compared = rows.empty() ? out.spec.numel() : static_cast<int64_t>(rows.size()) * row_len;
-  std::vector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(compared));
+  LargeVector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(compared));
   double sum_sq = 0;
   for (int64_t k = 0; k < compared; ++k) {
     const int64_t i = rows.empty() ? k : rows[static_cast<size_t>(k / row_len)] * row_len + k % row_len;
@@ -59,8 +59,9 @@ std::shared_ptr<const PreparedCase> build(const Op& op, const CaseSpec& set) {
   op.generate(problem, set.input_case, rng, inputs);
   // The reference sees exactly what the kernel reads: the values after rounding to the dtype.
   for (auto& input : inputs) {
-    prepared->input_bytes.push_back(encode(input.spec, input.data));
-    input.data = decode(input.spec, prepared->input_bytes.back());
+    const std::vector<std::byte> encoded = encode(input.spec, input.data);
+    prepared->input_bytes.emplace_back(encoded.begin(), encoded.end());
+    input.data = decode(input.spec, encoded);
   }
 
   if (op.row_sampling() && op.flops(problem) > kFullReferenceFlops) prepared->rows = sample_rows(sig, rng);

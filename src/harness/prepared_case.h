@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "core/op.h"
 
 namespace ak {
@@ -25,8 +26,8 @@ struct CaseSpec {
 // on the device, and a float's rounding is far below every tolerance.
 struct PreparedCase {
   Signature signature;
-  std::vector<std::vector<std::byte>> input_bytes;  // encoded in each input's dtype
-  std::vector<std::vector<float>> reference;        // one per output: the compared elements
+  std::vector<LargeVector<std::byte>> input_bytes;  // encoded in each input's dtype
+  std::vector<LargeVector<float>> reference;        // one per output: the compared elements
   std::vector<double> reference_rms;                // one per output: sqrt(mean(ref^2)), compared elements
   std::vector<int64_t> rows;                        // sampled rows, ascending; empty = all compared
 
