@@ -3,7 +3,13 @@
 // happened; result reuse may pass only at an honest kernel's time.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cli_runner.h"
+#include "core/paths.h"
+#include "harness/results_log.h"
+#include "loop/plan.h"
+#include "loop/run_state.h"
 #include "runtime/cuda/cuda_runtime.h"
 
 namespace ak::test {
@@ -61,6 +67,42 @@ TEST(CudaCheats, ResultReuseGainsNothing) {
   if (cheat.value("status", "") != "PASS") return;
   const double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
   EXPECT_GT(cheat_us, 0.5 * honest_us) << "reused results read as a speedup: " << cheat.dump(2);
+}
+
+// The loop on the GPU with an agent that submits the CUDA cheats (a forged verdict, skipped timed
+// work, a process started from ak_launch): none kept, each recorded with what it did.
+TEST(CudaCheats, TheLoopKeepsNoneOfTheCheatsAnAgentSubmits) {
+  if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
+  const auto ws = scratch_dir("cuda-loop-cheats") / "workspace";
+  std::filesystem::create_directories(ws / "kernels" / "sum");
+  // The starter's include made absolute, as the cheating agent makes its kernels'.
+  std::string starter = read_text_file(kernel("cuda_good_reduce.cu"));
+  const std::string local = "cuda_reduce.cuh\"";
+  starter.replace(starter.find(local), local.size(), kernel("cuda_reduce.cuh").append("\""));
+  std::ofstream(ws / "kernels" / "sum" / "sum.cu") << starter;
+  const Plan plan{"test", false, {{"sum", "reduce", "kernels/sum/sum.cu", "4096x1000", "fp16", 0.5}}};
+  write_file_atomically(ws / kPlanFile, nlohmann::json(plan).dump());
+  const std::string agent = "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/cheating.sh' '" +
+                            (ws.parent_path() / "calls").string() + "' cuda";
+  const auto run =
+      run_cli({"optimize", "--workspace", ws.string(), "--backend", "cuda", "--timeout", "120", "--max-time",
+               "0.3", "--json", "--agent-cmd", agent, "--agent-timeout", "30", "--patience", "4"},
+              900);
+  ASSERT_TRUE(run.ok()) << run.output;
+  const auto rows = read_results(ws / kResultsFile);
+  ASSERT_GE(rows.size(), 4u) << run.output;
+  EXPECT_EQ(rows[0].at("decision"), "baseline") << rows[0].at("reason");
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"FAIL", "unexpected message on the launch channel"},
+      {"FAIL", "never written"},
+      {"CRASH", "called fork"}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(rows[i + 1].at("status"), expected[i].first) << rows[i + 1].at("reason");
+    EXPECT_NE(rows[i + 1].at("reason").find(expected[i].second), std::string::npos)
+        << rows[i + 1].at("reason");
+  }
+  for (const auto& r : rows) EXPECT_NE(r.at("decision"), "kept") << r.at("reason");
+  EXPECT_EQ(read_text_file(ws / "kernels" / "sum" / "sum.cu"), starter);
 }
 
 }  // namespace
