@@ -44,23 +44,7 @@ TEST(CudaCompare, ScanIsBitwiseRepeatable) {
 TEST(CudaCompare, FirstDifferenceAndFirstByteNotAtAnyAlignment) {
   if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
   auto runtime = make_runtime(Backend::Cuda);
-  const size_t bytes = (size_t{1} << 24) + 7;
-  auto a = runtime->allocate(bytes + 1), b = runtime->allocate(bytes + 1);
-  runtime->fill(a->data(), std::byte{0x5A}, bytes + 1);
-  runtime->fill(b->data(), std::byte{0x5A}, bytes + 1);
-  auto* pa = static_cast<std::byte*>(a->data());
-  auto* pb = static_cast<std::byte*>(b->data());
-  EXPECT_EQ(runtime->first_difference(pa, pb, bytes), -1);
-  EXPECT_EQ(runtime->first_byte_not(pa + 1, std::byte{0x5A}, bytes), -1);
-  const std::byte zero{0}, one{1};
-  runtime->upload(pb + bytes - 1, &zero, 1);
-  runtime->upload(pb + 9'700'001, &one, 1);
-  runtime->upload(pb + 9'700'013, &one, 1);
-  EXPECT_EQ(runtime->first_difference(pa, pb, bytes), 9'700'001);
-  EXPECT_EQ(runtime->first_difference(pa + 1, pb + 1, bytes), 9'700'000);
-  EXPECT_EQ(runtime->first_byte_not(pb, std::byte{0x5A}, bytes), 9'700'001);
-  EXPECT_EQ(runtime->first_byte_not(pb + 9'700'002, std::byte{0x5A}, 100), 11);
-  EXPECT_EQ(runtime->first_byte_not(pb, std::byte{0x5A}, 9'700'001), -1);
+  testing::expect_first_mismatches(*runtime, (size_t{1} << 24) + 7, 9'700'001);
 }
 
 }  // namespace

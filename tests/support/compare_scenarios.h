@@ -3,6 +3,8 @@
 // results on the same data (label gpu).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <memory>
 #include <random>
@@ -117,6 +119,29 @@ inline OutputScan scan_scenario(Runtime& runtime, const CompareScenario& s) {
   job.atol = s.atol;
   job.rtol = s.rtol;
   return runtime.scan_output(job);
+}
+
+// first_difference and first_byte_not on buffers of `bytes` (plus one) that differ at `at` and at
+// their last byte, compared at an aligned and an unaligned start.
+inline void expect_first_mismatches(Runtime& runtime, size_t bytes, size_t at) {
+  const std::byte fill{0x5A}, zero{0}, one{1};
+  auto a = runtime.allocate(bytes + 1), b = runtime.allocate(bytes + 1);
+  runtime.fill(a->data(), fill, bytes + 1);
+  runtime.fill(b->data(), fill, bytes + 1);
+  auto* pa = static_cast<std::byte*>(a->data());
+  auto* pb = static_cast<std::byte*>(b->data());
+  EXPECT_EQ(runtime.first_difference(pa, pb, bytes), -1);
+  EXPECT_EQ(runtime.first_byte_not(pa + 1, fill, bytes), -1);
+  runtime.upload(pb + bytes - 1, &zero, 1);
+  runtime.upload(pb + at, &one, 1);
+  runtime.upload(pb + at + 12, &one, 1);
+  const auto expected = static_cast<int64_t>(at);
+  EXPECT_EQ(runtime.first_difference(pa, pb, bytes), expected);
+  EXPECT_EQ(runtime.first_difference(pa + 1, pb + 1, bytes), expected - 1);
+  EXPECT_EQ(runtime.first_byte_not(pb, fill, bytes), expected);
+  EXPECT_EQ(runtime.first_byte_not(pb + at + 1, fill, 100), 11);
+  EXPECT_EQ(runtime.first_byte_not(pb, fill, at), -1);
+  EXPECT_EQ(runtime.first_difference(pa, pb, 0), -1);
 }
 
 }  // namespace ak::testing

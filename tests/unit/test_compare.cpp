@@ -38,21 +38,7 @@ TEST(HostCompare, NormSumsMeasureTheRoundingOfTheOutput) {
 
 TEST(HostCompare, FirstDifferenceAndFirstByteNotAtAnyAlignment) {
   auto runtime = make_runtime(Backend::Host);
-  const size_t bytes = (size_t{1} << 20) + 7;
-  auto a = runtime->allocate(bytes + 1), b = runtime->allocate(bytes + 1);
-  runtime->fill(a->data(), std::byte{0x5A}, bytes + 1);
-  runtime->fill(b->data(), std::byte{0x5A}, bytes + 1);
-  auto* pa = static_cast<std::byte*>(a->data());
-  auto* pb = static_cast<std::byte*>(b->data());
-  EXPECT_EQ(runtime->first_difference(pa, pb, bytes), -1);
-  EXPECT_EQ(runtime->first_byte_not(pa + 1, std::byte{0x5A}, bytes), -1);
-  pb[bytes - 1] = std::byte{0};
-  pb[700'001] = std::byte{1};
-  EXPECT_EQ(runtime->first_difference(pa, pb, bytes), 700'001);
-  EXPECT_EQ(runtime->first_difference(pa + 1, pb + 1, bytes), 700'000);
-  EXPECT_EQ(runtime->first_byte_not(pb, std::byte{0x5A}, bytes), 700'001);
-  EXPECT_EQ(runtime->first_byte_not(pb, std::byte{0x5A}, 700'001), -1);
-  EXPECT_EQ(runtime->first_difference(pa, pb, 0), -1);
+  testing::expect_first_mismatches(*runtime, (size_t{1} << 20) + 7, 700'001);
 }
 
 }  // namespace

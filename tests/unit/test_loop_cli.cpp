@@ -13,6 +13,7 @@
 #include "harness/results_log.h"
 #include "loop/git_repo.h"
 #include "loop/plan.h"
+#include "loop_cheats.h"
 
 namespace ak {
 namespace {
@@ -96,7 +97,7 @@ TEST(LoopCli, TimesEveryKernelsBaselineBeforeSearchingAny) {
   const Plan plan{"test",
                   false,
                   {{"sum", "reduce", "kernels/sum/sum.cpp", "48x1024", "fp32", 0.5},
-                   {"other", "reduce", "kernels/other/other.cpp", "48x1024", "fp32", 0.3}}};
+                   {"other", "reduce", "kernels/other/other.cpp", "48x1024", "fp32", 0.1}}};
   write_file_atomically(ws / kPlanFile, nlohmann::json(plan).dump());
   auto args = optimize_args(ws);
   args.insert(args.end(), {"--strategy", "exhaustive", "--patience", "20", "--budget", "3"});
@@ -109,7 +110,10 @@ TEST(LoopCli, TimesEveryKernelsBaselineBeforeSearchingAny) {
   EXPECT_EQ(rows[1].at("name"), "other");
   EXPECT_EQ(rows[1].at("decision"), "baseline") << rows[1].at("reason");
   EXPECT_NE(rows[2].at("decision"), "baseline");
-  EXPECT_EQ(rows[2].at("name"), "sum");  // then the Amdahl order: the larger share, same code and headroom
+  // Then the Amdahl order: the larger share, the same code. A fifth of the share makes the order
+  // stand even when a loaded machine's timing noise skews the two baselines' headroom.
+  EXPECT_EQ(rows[2].at("name"), "sum")
+      << "baselines " << rows[0].at("median_us") << " and " << rows[1].at("median_us") << " us";
   expect_consistent(ws, test::json_of(run));
   std::filesystem::remove_all(ws.parent_path());
 }
@@ -184,17 +188,7 @@ TEST(LoopCli, CheatsAnAgentSubmitsAreNeverKept) {
   ASSERT_TRUE(run.ok()) << run.output;
   const auto rows = read_results(ws / kResultsFile);
   ASSERT_GE(rows.size(), 4u) << run.output;
-  EXPECT_EQ(rows[0].at("decision"), "baseline") << rows[0].at("reason");
-  const std::vector<std::pair<std::string, std::string>> expected = {
-      {"FAIL", "unexpected message on the launch channel"},
-      {"FAIL", "never written"},
-      {"CRASH", "called fork"}};
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(rows[i + 1].at("status"), expected[i].first) << rows[i + 1].at("reason");
-    EXPECT_NE(rows[i + 1].at("reason").find(expected[i].second), std::string::npos)
-        << rows[i + 1].at("reason");
-  }
-  for (const auto& r : rows) EXPECT_NE(r.at("decision"), "kept") << r.at("reason");
+  test::expect_cheats_rejected_and_none_kept(rows);
   EXPECT_EQ(read_text_file(ws / "kernels" / "sum" / "sum.cpp"),
             read_text_file(test::kernel("loop_modes.cpp")));
   expect_consistent(ws, test::json_of(run));

@@ -8,6 +8,7 @@
 
 #include "autokernel/abi.h"
 #include "runtime/cuda/compare_kernels.h"
+#include "runtime/cuda/device_kernels.h"
 
 namespace ak::cuda {
 namespace {
@@ -149,14 +150,8 @@ cudaError_t launch_first_mismatch(cudaStream_t stream, const void* a, const void
 }
 
 cudaError_t preload_compare_kernels() {
-  const void* kernels[] = {reinterpret_cast<const void*>(&scan_output_kernel),
-                           reinterpret_cast<const void*>(&first_mismatch_kernel)};
-  for (const void* kernel : kernels) {
-    cudaFuncAttributes attributes;
-    if (const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel); status != cudaSuccess)
-      return status;
-  }
-  return cudaSuccess;
+  return preload_kernels({reinterpret_cast<const void*>(&scan_output_kernel),
+                          reinterpret_cast<const void*>(&first_mismatch_kernel)});
 }
 
 }  // namespace ak::cuda

@@ -156,21 +156,23 @@ cudaError_t launch_gather(cudaStream_t stream, const GatherSpan* spans, size_t c
   return cudaGetLastError();
 }
 
-cudaError_t preload_device_kernels() {
+cudaError_t preload_kernels(std::initializer_list<const void*> kernels) {
   // cudaFuncGetAttributes loads a kernel that lazy loading has not loaded yet.
-  const void* kernels[] = {reinterpret_cast<const void*>(&gate_kernel),
-                           reinterpret_cast<const void*>(&cache_flush_kernel),
-                           reinterpret_cast<const void*>(&fill_words_kernel),
-                           reinterpret_cast<const void*>(&fill_uniform_kernel<__half>),
-                           reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>),
-                           reinterpret_cast<const void*>(&copy_units_kernel),
-                           reinterpret_cast<const void*>(&gather_kernel)};
   for (const void* kernel : kernels) {
     cudaFuncAttributes attributes;
     if (const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel); status != cudaSuccess)
       return status;
   }
   return cudaSuccess;
+}
+
+cudaError_t preload_device_kernels() {
+  return preload_kernels(
+      {reinterpret_cast<const void*>(&gate_kernel), reinterpret_cast<const void*>(&cache_flush_kernel),
+       reinterpret_cast<const void*>(&fill_words_kernel),
+       reinterpret_cast<const void*>(&fill_uniform_kernel<__half>),
+       reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>),
+       reinterpret_cast<const void*>(&copy_units_kernel), reinterpret_cast<const void*>(&gather_kernel)});
 }
 
 }  // namespace ak::cuda

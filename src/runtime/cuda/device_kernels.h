@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace ak::cuda {
 
@@ -53,5 +54,7 @@ cudaError_t launch_gather(cudaStream_t stream, const GatherSpan* spans, size_t c
 // first launch loads its module, and loading waits for running kernels: a first launch behind a
 // held gate would wait for the gate, which waits for the host -- a deadlock until the timeout.
 cudaError_t preload_device_kernels();
+// The same for any kernels of this process (cudaFuncGetAttributes loads one lazy loading has not).
+cudaError_t preload_kernels(std::initializer_list<const void*> kernels);
 
 }  // namespace ak::cuda
