@@ -19,7 +19,9 @@ struct TensorSpec {
   int64_t numel() const;
   size_t bytes() const { return static_cast<size_t>(numel()) * size_of(dtype); }
   std::vector<int64_t> strides() const;  // contiguous row-major, in elements
-  std::string to_string() const;         // "x f16[8192,8192]"
+  // Elements of a row: the last dimension (1 for a scalar); the rows are everything before it.
+  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }
+  std::string to_string() const;  // "x f16[8192,8192]"
 };
 
 // Fills an ABI tensor view of `spec` at `data`.

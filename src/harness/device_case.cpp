@@ -21,7 +21,7 @@ OutputScanJob DeviceCase::scan_job(const PreparedCase& prepared, size_t index, c
   job.reference = static_cast<const float*>(reference.at(index)->data());
   job.rows = rows ? static_cast<const int64_t*>(rows->data()) : nullptr;
   job.n_rows = static_cast<int64_t>(prepared.rows.size());
-  job.row_len = spec.shape.empty() ? 1 : spec.shape.back();
+  job.row_len = spec.row_length();
   job.atol = tolerance.atol * prepared.reference_rms.at(index);
   job.rtol = tolerance.rtol;
   return job;
@@ -39,30 +39,26 @@ void DeviceCases::reserve(size_t bytes) {
 
 std::shared_ptr<const DeviceCase> DeviceCases::get(const std::shared_ptr<const PreparedCase>& prepared,
                                                    bool with_reference) {
-  auto it = entries_.find(prepared.get());
-  if (it == entries_.end()) {
-    size_t bytes = 0;
-    for (const auto& input : prepared->input_bytes) bytes += input.size();
-    reserve(bytes);
-    auto device = std::make_shared<DeviceCase>();
+  std::shared_ptr<DeviceCase> device;
+  if (auto it = entries_.find(prepared.get()); it != entries_.end()) device = it->second.device;
+  const bool had_inputs = device != nullptr;
+  if (!device) {
+    reserve(prepared->input_size());
+    device = std::make_shared<DeviceCase>();
     for (const auto& input : prepared->input_bytes)
       device->inputs.push_back(upload(runtime_, input.data(), input.size()));
-    it = entries_.emplace(prepared.get(), Entry{prepared, device}).first;
   }
-  DeviceCase& device = *it->second.device;
-  if (with_reference && device.reference.empty() && !prepared->reference.empty()) {
-    size_t bytes = prepared->rows.size() * sizeof(int64_t);
-    for (const auto& ref : prepared->reference) bytes += ref.size() * sizeof(float);
-    auto keep = it->second.device;  // reserve() may drop the entry
-    reserve(bytes);
+  if (with_reference && device->reference.empty()) {
+    reserve(prepared->reference_size());
     for (const auto& ref : prepared->reference)
-      device.reference.push_back(upload(runtime_, ref.data(), ref.size() * sizeof(float)));
+      device->reference.push_back(upload(runtime_, ref.data(), ref.size() * sizeof(float)));
     if (!prepared->rows.empty())
-      device.rows = upload(runtime_, prepared->rows.data(), prepared->rows.size() * sizeof(int64_t));
-    if (!entries_.contains(prepared.get())) entries_.emplace(prepared.get(), Entry{prepared, keep});
-    return keep;
+      device->rows = upload(runtime_, prepared->rows.data(), prepared->rows.size() * sizeof(int64_t));
   }
-  return it->second.device;
+  // Again, with its inputs counted, when the reference's reserve() let go of it.
+  if (entries_.try_emplace(prepared.get(), Entry{prepared, device}).second && had_inputs)
+    bytes_ += prepared->input_size();
+  return device;
 }
 
 }  // namespace ak

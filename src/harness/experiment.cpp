@@ -56,9 +56,10 @@ size_t slots_from_environment() {
 // Timed slots enough that one batch touches four times the last-level cache (a launch then reads
 // memory that no earlier launch of the batch left in it), and at least 16: a batch's fixed cost
 // (the GPU switching between the launcher's and the judge's contexts, about 0.3 ms on the H100)
-// is subtracted, and what the subtraction misses (about 40 us a batch on the H100: 5 us a launch
-// of reduce 16384 x 4096 at 8 slots, 12% of it) is shared by more launches. The slots take at most an eighth
-// of the device's memory (and at least 2 slots).
+// is subtracted, and what the subtraction misses is shared by more launches (at 8 slots reduce
+// 16384 x 4096 read 12% over its time by events; at 16 about 5%, and 32 or 48 do no better:
+// docs/benchmarks.md, 2026-11-24 fifth session). The slots take at most an eighth of the
+// device's memory (and at least 2 slots).
 size_t timing_slot_count(size_t slot_bytes, const DeviceInfo& info) {
   const size_t budget = info.backend == Backend::Cuda
                             ? info.memory_bytes / 8

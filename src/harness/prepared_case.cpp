@@ -21,7 +21,7 @@ using Key = std::tuple<std::string, std::string, int, std::string, uint64_t>;
 
 std::vector<int64_t> sample_rows(const Signature& sig, std::mt19937_64& rng) {
   const auto& out = sig.outputs.front();
-  const int64_t n_rows = out.numel() / out.shape.back();
+  const int64_t n_rows = out.numel() / out.row_length();
   std::set<int64_t> rows;
   std::uniform_int_distribution<int64_t> pick(0, n_rows - 1);
   rows.insert(0);
@@ -32,7 +32,7 @@ std::vector<int64_t> sample_rows(const Signature& sig, std::mt19937_64& rng) {
 
 // Appends the compared elements of one output's float64 reference, as float, and their rms.
 void keep_compared(PreparedCase& prepared, const Values& out) {
-  const int64_t row_len = out.spec.shape.empty() ? 1 : out.spec.shape.back();
+  const int64_t row_len = out.spec.row_length();
   const std::vector<int64_t>& rows = prepared.rows;
   const int64_t compared = rows.empty() ? out.spec.numel() : static_cast<int64_t>(rows.size()) * row_len;
   LargeVector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(compared));
@@ -89,13 +89,6 @@ struct Cache {
   uint64_t clock = 0;
 };
 
-size_t bytes_of(const PreparedCase& prepared) {
-  size_t bytes = prepared.rows.size() * sizeof(int64_t);
-  for (const auto& input : prepared.input_bytes) bytes += input.size();
-  for (const auto& ref : prepared.reference) bytes += ref.size() * sizeof(float);
-  return bytes;
-}
-
 // What kept sets may hold: a quarter of the machine's memory.
 size_t kept_bytes_bound() {
   return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE)) / 4;
@@ -107,13 +100,13 @@ void make_room(Cache& c, const std::map<Key, CaseSpec>& wanted, size_t incoming)
   size_t total = incoming;
   std::vector<std::pair<uint64_t, Key>> others;
   for (const auto& [key, prepared] : c.kept) {
-    total += bytes_of(*prepared);
+    total += prepared->input_size() + prepared->reference_size();
     if (!wanted.contains(key)) others.emplace_back(c.last_named[key], key);
   }
   std::sort(others.begin(), others.end());
   for (const auto& [named, key] : others) {
     if (total <= kept_bytes_bound()) break;
-    total -= bytes_of(*c.kept.at(key));
+    total -= c.kept.at(key)->input_size() + c.kept.at(key)->reference_size();
     c.kept.erase(key);
     c.last_named.erase(key);
   }
@@ -146,9 +139,9 @@ void draw_in_parallel(const Op& op, const std::vector<CaseSpec>& sets, const std
   work();
 }
 
-// What a drawn set will hold (its inputs and a float reference of every output element, the
-// most it keeps): an estimate before drawing it.
-size_t input_and_reference_bytes(const Op& op, const CaseSpec& set) {
+// What a drawn set will hold at most (its inputs and a float reference of every output element),
+// before drawing it: what the cache must make room for, and the order of drawing (largest first).
+size_t estimated_bytes(const Op& op, const CaseSpec& set) {
   try {
     size_t bytes = 0;
     const Signature sig = op.signature(set.problem, set.dtype);
@@ -160,22 +153,24 @@ size_t input_and_reference_bytes(const Op& op, const CaseSpec& set) {
   }
 }
 
-int64_t elements_of(const Op& op, const CaseSpec& set) {
-  try {
-    int64_t n = 0;
-    for (const auto& spec : op.signature(set.problem, set.dtype).outputs) n += spec.numel();
-    return n;
-  } catch (const std::exception&) {
-    return 0;
-  }
+}  // namespace
+
+size_t PreparedCase::input_size() const {
+  size_t bytes = 0;
+  for (const auto& input : input_bytes) bytes += input.size();
+  return bytes;
 }
 
-}  // namespace
+size_t PreparedCase::reference_size() const {
+  size_t bytes = rows.size() * sizeof(int64_t);
+  for (const auto& ref : reference) bytes += ref.size() * sizeof(float);
+  return bytes;
+}
 
 int64_t PreparedCase::reference_position(size_t output, int64_t index) const {
   const TensorSpec& spec = signature.outputs.at(output);
   if (rows.empty()) return index;
-  const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
+  const int64_t row_len = spec.row_length();
   const auto it = std::lower_bound(rows.begin(), rows.end(), index / row_len);
   if (it == rows.end() || *it != index / row_len) return -1;
   return (it - rows.begin()) * row_len + index % row_len;
@@ -200,7 +195,7 @@ void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
   Cache& c = cache();
   std::map<Key, CaseSpec> wanted;
   for (const auto& set : sets) wanted.emplace(key_of(op, set), set);
-  std::vector<std::pair<int64_t, Key>> missing;
+  std::vector<std::pair<size_t, Key>> missing;
   {
     std::lock_guard lock(c.mutex);
     c.recent.clear();
@@ -209,8 +204,8 @@ void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
     for (const auto& [key, set] : wanted) {
       c.last_named[key] = c.clock;
       if (c.kept.contains(key)) continue;
-      missing.emplace_back(elements_of(op, set), key);
-      incoming += input_and_reference_bytes(op, set);
+      missing.emplace_back(estimated_bytes(op, set), key);
+      incoming += missing.back().first;
     }
     make_room(c, wanted, incoming);
   }

@@ -31,6 +31,9 @@ struct PreparedCase {
   std::vector<double> reference_rms;                // one per output: sqrt(mean(ref^2)), compared elements
   std::vector<int64_t> rows;                        // sampled rows, ascending; empty = all compared
 
+  // Bytes of the inputs, and of the reference with its rows: what a copy of each takes.
+  size_t input_size() const;
+  size_t reference_size() const;
   // Where element `index` of output `output` sits in its reference; -1 when it is not compared.
   int64_t reference_position(size_t output, int64_t index) const;
 };

@@ -13,7 +13,8 @@ namespace ak {
 struct TimedSlots::Slot {
   std::unique_ptr<KernelArgs> args;
   size_t pool_set = 0;
-  std::vector<int64_t> order;  // slot unit u holds pool unit order[u]
+  std::vector<int64_t> order;    // slot unit u holds pool unit order[u]
+  std::vector<int64_t> inverse;  // pool unit p sits in slot unit inverse[p]
 };
 
 namespace {
@@ -68,6 +69,9 @@ void TimedSlots::refill() {
     slot->order.resize(static_cast<size_t>(units_.count));
     std::iota(slot->order.begin(), slot->order.end(), 0);
     std::shuffle(slot->order.begin(), slot->order.end(), rng_);
+    slot->inverse.resize(slot->order.size());
+    for (size_t u = 0; u < slot->order.size(); ++u)
+      slot->inverse[static_cast<size_t>(slot->order[u])] = static_cast<int64_t>(u);
     for (size_t i = 0; i < sig.inputs.size(); ++i) {
       void* dst = slot->args->inputs[i]->data();
       const void* src = pool_device_[slot->pool_set]->inputs[i]->data();
@@ -91,12 +95,9 @@ void TimedSlots::choose_samples() {
   const Signature& sig = pool_.front()->signature;
   for (const auto& slot : slots_) {
     const PreparedCase& set = *pool_[slot->pool_set];
-    std::vector<int64_t> inverse(slot->order.size());
-    for (size_t u = 0; u < slot->order.size(); ++u)
-      inverse[static_cast<size_t>(slot->order[u])] = static_cast<int64_t>(u);
     for (size_t j = 0; j < sig.outputs.size(); ++j) {
       const TensorSpec& spec = sig.outputs[j];
-      const int64_t row_len = spec.shape.empty() ? 1 : spec.shape.back();
+      const int64_t row_len = spec.row_length();
       const int64_t n_rows = spec.numel() / row_len;
       const int64_t compared_rows = set.rows.empty() ? n_rows : static_cast<int64_t>(set.rows.size());
       for (int k = 0; k < kSamplesPerOutput; ++k) {
@@ -106,7 +107,7 @@ void TimedSlots::choose_samples() {
         const int64_t pool_index = row * row_len + column;
         const int64_t unit = units_.outputs[j];
         const int64_t slot_index =
-            unit > 0 ? inverse[static_cast<size_t>(pool_index / unit)] * unit + pool_index % unit
+            unit > 0 ? slot->inverse[static_cast<size_t>(pool_index / unit)] * unit + pool_index % unit
                      : pool_index;
         const double ref = set.reference[j][static_cast<size_t>(row_position * row_len + column)];
         samples_.push_back({spec.dtype, ref,
@@ -155,11 +156,8 @@ SampleReading TimedSlots::read_samples() {
 const void* TimedSlots::restore_order(const Slot& slot, const GuardedTensor& tensor, int64_t unit_elements,
                                       Buffer& scratch) const {
   if (unit_elements <= 0) return tensor.data();
-  std::vector<int64_t> inverse(slot.order.size());
-  for (size_t u = 0; u < slot.order.size(); ++u)
-    inverse[static_cast<size_t>(slot.order[u])] = static_cast<int64_t>(u);
   ctx_.runtime.copy_units(scratch.data(), tensor.data(),
-                          static_cast<size_t>(unit_elements) * size_of(tensor.spec().dtype), inverse);
+                          static_cast<size_t>(unit_elements) * size_of(tensor.spec().dtype), slot.inverse);
   return scratch.data();
 }
 

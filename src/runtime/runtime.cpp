@@ -1,7 +1,5 @@
 #include "runtime/runtime.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "runtime/host/host_runtime.h"
 #ifdef AK_WITH_CUDA
@@ -18,18 +16,6 @@ Backend parse_backend(std::string_view text) {
   if (text == "cuda") return Backend::Cuda;
   if (text == "host" || text == "cpu") return Backend::Host;
   throw Error(ErrorKind::Usage, "unknown backend '" + std::string(text) + "' (expected cuda or host)");
-}
-
-void merge_scan(OutputScan& into, const OutputScan& part) {
-  auto lowest = [](int64_t a, int64_t b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); };
-  into.unwritten += part.unwritten;
-  into.first_unwritten = lowest(into.first_unwritten, part.first_unwritten);
-  into.first_nonfinite = lowest(into.first_nonfinite, part.first_nonfinite);
-  into.first_violation = lowest(into.first_violation, part.first_violation);
-  into.ref_sq += part.ref_sq;
-  into.diff_sq += part.diff_sq;
-  into.max_abs = std::max(into.max_abs, part.max_abs);
-  into.compared += part.compared;
 }
 
 bool cuda_backend_built() {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
+#include "runtime/output_scan.h"
 
 namespace ak {
 
@@ -80,35 +80,6 @@ class Gather {
   // Other spans from now on, reusing this gather's memory where it is large enough.
   virtual void reset(const std::vector<ByteSpan>& spans) = 0;
 };
-
-// One output beside its reference, both in the runtime's memory: what Runtime::scan_output reads.
-// The reference holds the compared elements in order (every element, or those of `rows`), as
-// float: the tolerances (1e-4 relative at the tightest) are far above a float's rounding, and it
-// halves what the judge uploads.
-struct OutputScanJob {
-  const void* output = nullptr;  // `numel` elements of `dtype`
-  DType dtype = DType::F32;
-  int64_t numel = 0;
-  const float* reference = nullptr;
-  const int64_t* rows = nullptr;  // ascending row indices (a row: `row_len` elements); nullptr = all
-  int64_t n_rows = 0;
-  int64_t row_len = 1;
-  double atol = 0;  // the tolerance's absolute term, already scaled (atol * rms of the reference)
-  double rtol = 0;
-  std::byte poison{0xFF};  // what every byte of an unwritten element holds
-};
-
-// What a scan finds. Indices are the output's element indices, the lowest of each kind; -1 for
-// none. Unwritten: every byte still the job's poison. The sums run over the compared
-// elements only; the written and finite tests over every element.
-struct OutputScan {
-  int64_t unwritten = 0;
-  int64_t first_unwritten = -1, first_nonfinite = -1, first_violation = -1;
-  double ref_sq = 0, diff_sq = 0, max_abs = 0;
-  int64_t compared = 0;
-};
-// Adds the findings of a part of the elements to those of the parts before it.
-void merge_scan(OutputScan& into, const OutputScan& part);
 
 // The judge's side of a device: memory it owns, shares with the launcher, fills, reads and
 // compares. It never runs a kernel module (the launcher does, through LaunchDevice). Every

@@ -6,7 +6,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "autokernel/abi.h"
 #include "runtime/cuda/compare_kernels.h"
 #include "runtime/cuda/device_kernels.h"
 
@@ -14,21 +13,6 @@ namespace ak::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ long long lowest(long long a, long long b) {
-  return a < b ? a : b;
-}
-
-__device__ void merge(ScanPart& into, const ScanPart& part) {
-  into.unwritten += part.unwritten;
-  into.first_unwritten = lowest(into.first_unwritten, part.first_unwritten);
-  into.first_nonfinite = lowest(into.first_nonfinite, part.first_nonfinite);
-  into.first_violation = lowest(into.first_violation, part.first_violation);
-  into.ref_sq += part.ref_sq;
-  into.diff_sq += part.diff_sq;
-  into.max_abs = fmax(into.max_abs, part.max_abs);
-  into.compared += part.compared;
-}
 
 // The element's bits (up to 8 bytes) and whether every byte is the poison.
 __device__ unsigned long long element_bits(const unsigned char* base, unsigned size, long long i) {
@@ -41,88 +25,88 @@ __device__ unsigned long long element_bits(const unsigned char* base, unsigned s
   }
 }
 
-__device__ double bits_to_double(unsigned long long bits, int dtype) {
+__device__ double bits_to_double(unsigned long long bits, DType dtype) {
   switch (dtype) {
-    case AK_F32: return __uint_as_float(static_cast<unsigned>(bits));
-    case AK_F16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-    case AK_BF16: return __uint_as_float(static_cast<unsigned>(bits) << 16);
-    case AK_I32: return static_cast<int>(static_cast<unsigned>(bits));
+    case DType::F32: return __uint_as_float(static_cast<unsigned>(bits));
+    case DType::F16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    case DType::BF16: return __uint_as_float(static_cast<unsigned>(bits) << 16);
+    case DType::I32: return static_cast<int>(static_cast<unsigned>(bits));
     default: return static_cast<double>(static_cast<long long>(bits));
   }
 }
 
 // Reduces every thread's part into thread 0's, in a fixed tree.
-__device__ void reduce_block(ScanPart& mine) {
-  __shared__ ScanPart parts[kThreads];
+__device__ void reduce_block(OutputScan& mine) {
+  __shared__ OutputScan parts[kThreads];
   parts[threadIdx.x] = mine;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) merge(parts[threadIdx.x], parts[threadIdx.x + half]);
+    if (threadIdx.x < half) merge_scan(parts[threadIdx.x], parts[threadIdx.x + half]);
     __syncthreads();
   }
   mine = parts[0];
 }
 
-__global__ void scan_output_kernel(ScanArgs a, ScanPart* out) {
-  ScanPart mine{0, kNoIndex, kNoIndex, kNoIndex, 0.0, 0.0, 0.0, 0};
+__global__ void scan_output_kernel(OutputScanJob a, unsigned element_bytes, OutputScan* out) {
+  OutputScan mine;
   const auto* base = static_cast<const unsigned char*>(a.output);
   unsigned long long poison_bits = 0;
-  for (unsigned b = 0; b < a.element_bytes; ++b) poison_bits = poison_bits << 8 | a.poison;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (unsigned b = 0; b < element_bytes; ++b)
+    poison_bits = poison_bits << 8 | static_cast<unsigned char>(a.poison);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   // A thread's indices increase, so its first find of each kind is its lowest.
-  for (long long i = first; i < a.numel; i += stride) {
-    const unsigned long long bits = element_bits(base, a.element_bytes, i);
+  for (int64_t i = first; i < a.numel; i += stride) {
+    const unsigned long long bits = element_bits(base, element_bytes, i);
     if (bits == poison_bits) {
       if (!mine.unwritten++) mine.first_unwritten = i;
-    } else if (mine.first_nonfinite == kNoIndex && !isfinite(bits_to_double(bits, a.dtype))) {
+    } else if (mine.first_nonfinite < 0 && !isfinite(bits_to_double(bits, a.dtype))) {
       mine.first_nonfinite = i;
     }
   }
-  const long long compared = a.rows ? a.n_rows * a.row_len : a.numel;
-  for (long long k = first; k < compared; k += stride) {
-    const long long i = a.rows ? a.rows[k / a.row_len] * a.row_len + k % a.row_len : k;
+  const int64_t compared = a.rows ? a.n_rows * a.row_len : a.numel;
+  for (int64_t k = first; k < compared; k += stride) {
+    const int64_t i = a.rows ? a.rows[k / a.row_len] * a.row_len + k % a.row_len : k;
     const double ref = a.reference[k];
-    const double d = bits_to_double(element_bits(base, a.element_bytes, i), a.dtype) - ref;
+    const double d = bits_to_double(element_bits(base, element_bytes, i), a.dtype) - ref;
     mine.ref_sq += ref * ref;
     mine.diff_sq += d * d;
     mine.max_abs = fmax(mine.max_abs, fabs(d));
     ++mine.compared;
-    if (mine.first_violation == kNoIndex && fabs(d) > a.atol + a.rtol * fabs(ref)) mine.first_violation = i;
+    if (mine.first_violation < 0 && fabs(d) > a.atol + a.rtol * fabs(ref)) mine.first_violation = i;
   }
   reduce_block(mine);
   if (threadIdx.x == 0) out[blockIdx.x] = mine;
 }
 
-__device__ long long first_byte_differing(uint4 x, uint4 y) {
+__device__ int64_t first_byte_differing(uint4 x, uint4 y) {
   const unsigned xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
   for (int w = 0; w < 4; ++w)
     if (const unsigned diff = xs[w] ^ ys[w]) return w * 4 + (__ffs(diff) - 1) / 8;  // little-endian
-  return kNoIndex;
+  return -1;
 }
 
 // 16 bytes at a time where both are 16-byte aligned, the rest (or all, when not) byte by byte.
 __global__ void first_mismatch_kernel(const unsigned char* a, const unsigned char* b, unsigned char value,
-                                      size_t bytes, bool vectors, long long* out) {
-  __shared__ long long lows[kThreads];
-  long long found = kNoIndex;
+                                      size_t bytes, bool vectors, int64_t* out) {
+  __shared__ int64_t lows[kThreads];
+  int64_t found = -1;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t words = vectors ? bytes / 16 : 0;
   const unsigned v = value * 0x01010101u;
   const uint4 pattern{v, v, v, v};
-  for (size_t w = first; w < words && found == kNoIndex; w += stride) {
+  for (size_t w = first; w < words && found < 0; w += stride) {
     const uint4 x = reinterpret_cast<const uint4*>(a)[w];
     const uint4 y = b ? reinterpret_cast<const uint4*>(b)[w] : pattern;
-    if (const long long at = first_byte_differing(x, y); at != kNoIndex)
-      found = static_cast<long long>(w * 16) + at;
+    if (const int64_t at = first_byte_differing(x, y); at >= 0) found = static_cast<int64_t>(w * 16) + at;
   }
-  for (size_t i = words * 16 + first; i < bytes && found == kNoIndex; i += stride)
-    if (a[i] != (b ? b[i] : value)) found = static_cast<long long>(i);
+  for (size_t i = words * 16 + first; i < bytes && found < 0; i += stride)
+    if (a[i] != (b ? b[i] : value)) found = static_cast<int64_t>(i);
   lows[threadIdx.x] = found;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) lows[threadIdx.x] = lowest(lows[threadIdx.x], lows[threadIdx.x + half]);
+    if (threadIdx.x < half) lows[threadIdx.x] = lowest_index(lows[threadIdx.x], lows[threadIdx.x + half]);
     __syncthreads();
   }
   if (threadIdx.x == 0) out[blockIdx.x] = lows[0];
@@ -134,14 +118,14 @@ unsigned compare_blocks(int multiprocessors) {
   return static_cast<unsigned>(multiprocessors > 0 ? multiprocessors * 4 : 4);
 }
 
-cudaError_t launch_scan_output(cudaStream_t stream, const ScanArgs& args, ScanPart* parts,
-                               int multiprocessors) {
-  scan_output_kernel<<<compare_blocks(multiprocessors), kThreads, 0, stream>>>(args, parts);
+cudaError_t launch_scan_output(cudaStream_t stream, const OutputScanJob& job, unsigned element_bytes,
+                               OutputScan* parts, int multiprocessors) {
+  scan_output_kernel<<<compare_blocks(multiprocessors), kThreads, 0, stream>>>(job, element_bytes, parts);
   return cudaGetLastError();
 }
 
 cudaError_t launch_first_mismatch(cudaStream_t stream, const void* a, const void* b, unsigned char value,
-                                  size_t bytes, long long* parts, int multiprocessors) {
+                                  size_t bytes, int64_t* parts, int multiprocessors) {
   const bool vectors = reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
   first_mismatch_kernel<<<compare_blocks(multiprocessors), kThreads, 0, stream>>>(
       static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), value, bytes, vectors,

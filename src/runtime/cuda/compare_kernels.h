@@ -1,6 +1,6 @@
 // The judge's comparisons on the device (compare_kernels.cu): each block of a fixed grid writes
-// one partial result, which the host merges in block order, so a result never depends on the
-// order in which blocks ran.
+// one partial result, which the host merges in block order (merge_scan, lowest_index), so a
+// result never depends on the order in which blocks ran.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,40 +8,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/output_scan.h"
+
 namespace ak::cuda {
-
-// One block's findings over the elements it visited. Indices: kNoIndex when none.
-struct ScanPart {
-  long long unwritten;
-  long long first_unwritten, first_nonfinite, first_violation;
-  double ref_sq, diff_sq, max_abs;
-  long long compared;
-};
-inline constexpr long long kNoIndex = 0x7fffffffffffffffLL;
-
-// What scan_output reads; the element type as the ABI numbers it (AK_F32, AK_F16, ...).
-struct ScanArgs {
-  const void* output;
-  int dtype;
-  unsigned element_bytes;
-  long long numel;
-  const float* reference;
-  const long long* rows;  // nullptr: every element is compared
-  long long n_rows, row_len;
-  double atol, rtol;
-  unsigned char poison;
-};
 
 // The grid every launch below uses for `multiprocessors` SMs: the number of partials written.
 unsigned compare_blocks(int multiprocessors);
 
-cudaError_t launch_scan_output(cudaStream_t stream, const ScanArgs& args, ScanPart* parts,
-                               int multiprocessors);
+// parts[block] = that block's scan of `job` (elements of `element_bytes` bytes).
+cudaError_t launch_scan_output(cudaStream_t stream, const OutputScanJob& job, unsigned element_bytes,
+                               OutputScan* parts, int multiprocessors);
 
 // parts[block] = the lowest byte index in that block's share where a differs from b (b nullptr:
-// from `value`), or kNoIndex.
+// from `value`), or -1.
 cudaError_t launch_first_mismatch(cudaStream_t stream, const void* a, const void* b, unsigned char value,
-                                  size_t bytes, long long* parts, int multiprocessors);
+                                  size_t bytes, int64_t* parts, int multiprocessors);
 
 // Loads the kernels above now (see preload_device_kernels).
 cudaError_t preload_compare_kernels();

@@ -139,28 +139,12 @@ class CudaRuntime final : public Runtime {
   }
 
   OutputScan scan_output(const OutputScanJob& job) override {
-    const cuda::ScanArgs args{job.output,
-                              static_cast<int>(job.dtype),
-                              static_cast<unsigned>(size_of(job.dtype)),
-                              job.numel,
-                              job.reference,
-                              reinterpret_cast<const long long*>(job.rows),
-                              job.n_rows,
-                              job.row_len,
-                              job.atol,
-                              job.rtol,
-                              std::to_integer<unsigned char>(job.poison)};
-    auto* parts = static_cast<const cuda::ScanPart*>(compare_parts(sizeof(cuda::ScanPart)));
-    AK_CUDA_CHECK(cuda::launch_scan_output(
-        stream_.get(), args, static_cast<cuda::ScanPart*>(compare_parts_->device()), info_.multiprocessors));
+    AK_CUDA_CHECK(cuda::launch_scan_output(stream_.get(), job, static_cast<unsigned>(size_of(job.dtype)),
+                                           compare_parts<OutputScan>().device, info_.multiprocessors));
     AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    auto index = [](long long i) { return i == cuda::kNoIndex ? int64_t{-1} : int64_t{i}; };
     OutputScan scan;
-    for (unsigned b = 0; b < cuda::compare_blocks(info_.multiprocessors); ++b) {
-      const cuda::ScanPart& p = parts[b];
-      merge_scan(scan, {p.unwritten, index(p.first_unwritten), index(p.first_nonfinite),
-                        index(p.first_violation), p.ref_sq, p.diff_sq, p.max_abs, p.compared});
-    }
+    for (const OutputScan *p = compare_parts<OutputScan>().host, *end = p + compare_blocks(); p != end; ++p)
+      merge_scan(scan, *p);
     return scan;
   }
 
@@ -204,36 +188,38 @@ class CudaRuntime final : public Runtime {
     return *flush_;
   }
 
-  // Where the comparison kernels write one partial per block: mapped host memory, read after
-  // the stream's wait without a copy.
-  const void* compare_parts(size_t part_bytes) {
-    const size_t bytes = cuda::compare_blocks(info_.multiprocessors) * part_bytes;
-    if (!compare_parts_ || compare_parts_bytes_ < bytes) {
-      compare_parts_.reset();
-      compare_parts_.emplace(bytes);
-      compare_parts_bytes_ = bytes;
-    }
-    return compare_parts_->host();
+  unsigned compare_blocks() const { return cuda::compare_blocks(info_.multiprocessors); }
+
+  // Where the comparison kernels write one partial per block: mapped host memory, read after the
+  // stream's wait without a copy. Sized once for the largest partial.
+  template <class Part>
+  struct Parts {
+    Part* device;
+    const Part* host;
+  };
+  template <class Part>
+  Parts<Part> compare_parts() {
+    static_assert(sizeof(Part) <= sizeof(OutputScan));
+    if (!compare_parts_) compare_parts_.emplace(compare_blocks() * sizeof(OutputScan));
+    return {static_cast<Part*>(compare_parts_->device()), static_cast<const Part*>(compare_parts_->host())};
   }
 
   int64_t first_mismatch(const void* a, const void* b, std::byte value, size_t bytes) {
     if (bytes == 0) return -1;
-    auto* parts = static_cast<const long long*>(compare_parts(sizeof(long long)));
+    const auto parts = compare_parts<int64_t>();
     AK_CUDA_CHECK(cuda::launch_first_mismatch(stream_.get(), a, b, std::to_integer<unsigned char>(value),
-                                              bytes, static_cast<long long*>(compare_parts_->device()),
-                                              info_.multiprocessors));
+                                              bytes, parts.device, info_.multiprocessors));
     AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    long long found = cuda::kNoIndex;
-    for (unsigned block = 0; block < cuda::compare_blocks(info_.multiprocessors); ++block)
-      found = std::min(found, parts[block]);
-    return found == cuda::kNoIndex ? -1 : found;
+    int64_t found = -1;
+    for (unsigned block = 0; block < compare_blocks(); ++block)
+      found = lowest_index(found, parts.host[block]);
+    return found;
   }
 
   DeviceInfo info_;
   Stream stream_;
   std::optional<FlushBuffers> flush_;
   std::optional<MappedHostMemory> compare_parts_;
-  size_t compare_parts_bytes_ = 0;
   std::optional<DeviceBuffer> order_table_;
 };
 
