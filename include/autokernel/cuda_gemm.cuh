@@ -14,7 +14,10 @@
 //                      with zero-filled out-of-range chunks; Vec=false loads element by element
 //                      instead (rows that are not 16-byte aligned), same compute
 //   SimtGemm<...>      fp32 FFMA, 128 x (128/NB) x 8 tiles, 8 x (8/NB) outputs per thread (fused_mlp)
-//   StoreC<T>          the plain epilogue: C[m, n] = acc, rounded once
+//   StoreC<T>          the plain epilogue: C[m, n] = acc, rounded once. An epilogue functor
+//                      stores a pair of outputs; for the staged (TMA) store of the sm90 kernel
+//                      it also has combine (the value of one output from its NB accumulators)
+//                      and target (the StoreC of C).
 //   tile_of            block index -> (tile_m, tile_n), grouped along M so that neighbouring
 //                      blocks share A and B tiles in L2
 //   device_attribute   cudaDeviceGetAttribute for the current device, cached per device
@@ -60,6 +63,10 @@ struct StoreC {
   int64_t ldc;
   int m, n;
   bool pairs;  // c 4-byte aligned and ldc even: (row, even n) pairs are 4-byte aligned
+
+  // For epilogues that stage C in shared memory: the value of one output, and where C is.
+  __device__ __forceinline__ static float combine(const float (&v)[1]) { return v[0]; }
+  const StoreC& target() const { return *this; }
 
   __device__ __forceinline__ void operator()(int row, int col, const float (&v0)[1],
                                              const float (&v1)[1]) const {

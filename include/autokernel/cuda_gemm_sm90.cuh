@@ -10,8 +10,15 @@
 // 64-127 of the tile: per k-tile they wait on `full`, issue 4 k16 steps of
 // wgmma.m64n{BN}k16 per B matrix, commit, and once the previous k-tile's group has completed
 // (wgmma.wait_group 1) release its stage with one arrive per warp. After the last k-tile the
-// accumulators go through the epilogue functor straight from registers while the producer
-// already fills the stages for the block's next tile.
+// producer already fills the stages for the block's next tile, and the accumulators leave in
+// one of two ways:
+//   direct   through the epilogue functor, straight from registers (4-byte global stores: the
+//            LSU queue throttles them while the tensor cores wait);
+//   staged   (Staged = true, where the staging tiles fit beside the stages and C suits TMA)
+//            each consumer rounds its 64 x BN outputs into its own staging tile in shared
+//            memory, then one thread sends it to C by TMA stores and the warpgroup starts its
+//            next tile at once; the next epilogue first waits until those stores have read the
+//            staging tile. TMA clips the edges, so any M and N work.
 //
 // Shared-memory layouts, all in the 128-byte swizzle that TMA writes (16-byte chunk c of row r
 // of each 1024-byte group of 8 rows stored at chunk c ^ (r % 8)):
@@ -36,6 +43,17 @@
 
 #include "autokernel/cuda_gemm.cuh"
 
+#define AK_WGMMA_REGS_32                                                   \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+
+#define AK_WGMMA_OUTS_32(d)                                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),           \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),            \
+      "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),            \
+      "+f"(d[30]), "+f"(d[31])
+
 #define AK_WGMMA_REGS_64                                                             \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
@@ -52,6 +70,29 @@
       "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),            \
       "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),            \
       "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+#define AK_WGMMA_REGS_96                                                                                 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
+  "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
+  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+
+#define AK_WGMMA_OUTS_96(d)                                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),           \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),            \
+      "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),            \
+      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),            \
+      "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),            \
+      "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),            \
+      "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),            \
+      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),            \
+      "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),            \
+      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),            \
+      "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]),            \
+      "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]),            \
+      "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 
 #define AK_WGMMA_REGS_128                                                                        \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                       \
@@ -199,13 +240,23 @@ __device__ __forceinline__ void fence_register(float& v) {
 template <typename T, int N, bool TransB>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b) {
   constexpr bool kHalf = std::is_same_v<T, __half>;
-  if constexpr (N == 128) {
+  if constexpr (N == 64) {
+    if constexpr (kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 1);
+    if constexpr (kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 0);
+    if constexpr (!kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 1);
+    if constexpr (!kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 0);
+  } else if constexpr (N == 192) {
+    if constexpr (kHalf && TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 1);
+    if constexpr (kHalf && !TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 0);
+    if constexpr (!kHalf && TransB) AK_WGMMA(192, 96, 96, 97, 98, "bf16", 1);
+    if constexpr (!kHalf && !TransB) AK_WGMMA(192, 96, 96, 97, 98, "bf16", 0);
+  } else if constexpr (N == 128) {
     if constexpr (kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 1);
     if constexpr (!kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 0);
   } else {
-    static_assert(N == 256, "wgmma tiles of 128 or 256 columns");
+    static_assert(N == 256, "wgmma tiles of 64, 128, 192 or 256 columns");
     if constexpr (kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 1);
@@ -214,20 +265,59 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
 }
 #undef AK_WGMMA
 
+// ---- device: the staged epilogue's stores ----------------------------------------------------
+
+// Box (x = column, y = row) of `map` from shared memory, in the thread's bulk group; TMA skips
+// the box's elements outside the tensor.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(x), "r"(y), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Until this thread's committed stores have read their shared memory (their writes may still
+// be on the way; the grid's end completes them).
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Makes this thread's shared-memory writes visible to the TMA unit (the async proxy).
+__device__ __forceinline__ void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// A barrier among the 128 threads of one consumer warpgroup (ids 1, 2; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
+}
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
 // ---- the kernel ------------------------------------------------------------------------------
 
-template <BLayout L, int NB, int BN, int Stages>
+// Staged = true reserves, per consumer warpgroup, a 64 x BN staging tile for the epilogue
+// (BN / 64 slabs of 64 rows x 128 bytes in the 128-byte swizzle) when it fits beside the stages;
+// W::kStaged says whether it did.
+template <BLayout L, int NB, int BN, int Stages, bool Staged = false>
 struct WgmmaTile {
-  static_assert(BN == 128 || BN == 256, "wgmma n of 128 or 256");
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n of 64, 128, 192 or 256");
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + NB * kBBytes;
-  // Stages, then a full and an empty barrier per stage, plus slack to align the stages to the
-  // 1024 bytes of a swizzle pattern.
-  static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
+  static constexpr int kSlabBytes = 64 * 128, kStagingBytes = 2 * (BN / 64) * kSlabBytes;
+  // Stages, the staging tiles, then a full and an empty barrier per stage, plus slack to align
+  // the stages to the 1024 bytes of a swizzle pattern.
+  static constexpr int kMaxSmem = 227 * 1024;
+  static constexpr bool kStaged =
+      Staged && Stages * kStageBytes + kStagingBytes + 2 * Stages * 8 + 1024 <= kMaxSmem;
+  static constexpr int kSmemBytes =
+      Stages * kStageBytes + (kStaged ? kStagingBytes : 0) + 2 * Stages * 8 + 1024;
 };
 
 struct WgmmaGrid {
   int tiles_m, tiles_n, k_tiles;
+  int staged;  // 1: the epilogue stores through the staging tiles and map_c
 };
 
 template <BLayout L, int NB, int BN, int Stages>
@@ -265,11 +355,71 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
   }
 }
 
-template <typename T, BLayout L, int NB, int BN, int Stages, class Epi>
-__device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid g, const Epi& epi,
-                                        int consumer) {
-  using W = WgmmaTile<L, NB, BN, Stages>;
+// The accumulators of one consumer warpgroup (64 rows of the tile) through the epilogue functor,
+// straight from registers.
+template <int NB, int BN, class Epi>
+__device__ __forceinline__ void store_direct(const float (&acc)[NB][BN / 2], TileCoord tile, int consumer,
+                                             const Epi& epi) {
   const int warp = static_cast<int>(threadIdx.x / 32) % 4, lane = static_cast<int>(threadIdx.x % 32);
+  const int row = tile.m * kBM + consumer * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float v0[NB], v1[NB];
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        v0[nb] = acc[nb][4 * j + 2 * half];
+        v1[nb] = acc[nb][4 * j + 2 * half + 1];
+      }
+      epi(row + 8 * half, tile.n * BN + 8 * j + 2 * (lane % 4), v0, v1);
+    }
+}
+
+// The same values (Epi::combine of the NB accumulators, rounded once to T) written into the
+// consumer's staging tile, then sent to C by TMA from one thread. The consumer goes on to its
+// next tile while the copy drains; the next epilogue first waits until the copy has read the
+// staging tile. Rows r of a slab hold chunk c at c ^ (r % 8) (the map's 128-byte swizzle): for
+// one store instruction the 32 lanes hit 32 different banks.
+template <typename T, int NB, int BN, class Epi>
+__device__ __forceinline__ void store_staged(const float (&acc)[NB][BN / 2], TileCoord tile, int consumer,
+                                             uint32_t staging, const CUtensorMap* map_c) {
+  const int warp = static_cast<int>(threadIdx.x / 32) % 4, lane = static_cast<int>(threadIdx.x % 32);
+  const bool issuer = threadIdx.x % 128 == 0;
+  if (issuer) bulk_wait_read();
+  warpgroup_sync(consumer);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float v0[NB], v1[NB];
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        v0[nb] = acc[nb][4 * j + 2 * half];
+        v1[nb] = acc[nb][4 * j + 2 * half + 1];
+      }
+      const T two[2] = {from_float<T>(Epi::combine(v0)), from_float<T>(Epi::combine(v1))};
+      const int r = warp * 16 + lane / 4 + 8 * half;  // r % 8 == lane / 4
+      const uint32_t addr =
+          staging + (j / 8) * (64 * 128) + r * 128 + (((j % 8) ^ (lane / 4)) * 16) + 4 * (lane % 4);
+      st_shared_u32(addr, *reinterpret_cast<const uint32_t*>(two));
+    }
+  fence_async_shared();
+  warpgroup_sync(consumer);
+  if (issuer) {
+#pragma unroll
+    for (int s = 0; s < BN / 64; ++s)
+      tma_store(map_c, staging + s * (64 * 128), tile.n * BN + 64 * s, tile.m * kBM + consumer * 64);
+    bulk_commit();
+  }
+}
+
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class Epi>
+__device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid g, const Epi& epi,
+                                        const CUtensorMap* map_c, int consumer) {
+  using W = WgmmaTile<L, NB, BN, Stages, Staged>;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const uint32_t staging = smem + Stages * W::kStageBytes + consumer * (W::kStagingBytes / 2);
   int stage = 0;
   uint32_t phase = 0;
   for (int t = static_cast<int>(blockIdx.x); t < g.tiles_m * g.tiles_n; t += static_cast<int>(gridDim.x)) {
@@ -313,30 +463,28 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) fence_register(acc[nb][i]);
 
-    const int row = tile.m * kBM + consumer * 64 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float v0[NB], v1[NB];
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-          v0[nb] = acc[nb][4 * j + 2 * half];
-          v1[nb] = acc[nb][4 * j + 2 * half + 1];
-        }
-        epi(row + 8 * half, tile.n * BN + 8 * j + 2 * (lane % 4), v0, v1);
+    if constexpr (W::kStaged) {
+      if (g.staged) {
+        store_staged<T, NB, BN, Epi>(acc, tile, consumer, staging, map_c);
+        continue;
       }
+    }
+    store_direct<NB, BN>(acc, tile, consumer, epi);
+  }
+  if constexpr (W::kStaged) {
+    if (g.staged && threadIdx.x % 128 == 0) bulk_wait_read();  // the block's memory outlives the reads
   }
 }
 
-template <typename T, BLayout L, int NB, int BN, int Stages, class Epi>
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class Epi>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b0,
-                      const __grid_constant__ CUtensorMap map_b1, const WgmmaGrid g, const Epi epi) {
-  using W = WgmmaTile<L, NB, BN, Stages>;
+                      const __grid_constant__ CUtensorMap map_b1, const __grid_constant__ CUtensorMap map_c,
+                      const WgmmaGrid g, const Epi epi) {
+  using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t bars = smem + Stages * W::kStageBytes;
+  const uint32_t bars = smem + Stages * W::kStageBytes + (W::kStaged ? W::kStagingBytes : 0);
   if (threadIdx.x == 0) {
     for (int s = 0; s < Stages; ++s) {
       mbar_init(bars + s * 8, 1);                          // full: the producer's arrive + bytes
@@ -350,15 +498,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    consume<T, L, NB, BN, Stages>(smem, bars, g, epi, static_cast<int>(threadIdx.x / 128) - 1);
+    consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c,
+                                          static_cast<int>(threadIdx.x / 128) - 1);
   }
 }
 
 // AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
-template <typename T, BLayout L, int NB, int BN, int Stages, class Epi>
+// Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
+// value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, class Epi>
 int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream) {
-  using W = WgmmaTile<L, NB, BN, Stages>;
-  CUtensorMap maps[3];
+  using W = WgmmaTile<L, NB, BN, Stages, Staged>;
+  CUtensorMap maps[4];
   if (!make_tensor_map(&maps[0], p.a, p.m, p.k, p.lda, kBM)) return AK_ERR_UNSUPPORTED;
   for (int nb = 0; nb < NB; ++nb) {
     const bool made = L == BLayout::NK ? make_tensor_map(&maps[1 + nb], p.b[nb], p.n, p.k, p.ldb, BN)
@@ -366,14 +517,21 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     if (!made) return AK_ERR_UNSUPPORTED;
   }
   if (NB == 1) maps[2] = maps[1];
-  const WgmmaGrid g{(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK};
+  maps[3] = maps[0];
+  int staged = 0;
+  if constexpr (W::kStaged) {
+    const auto& c = epi.target();
+    staged = ak_cuda::is_aligned16(c.c) && c.ldc % 8 == 0 && c.ldc >= c.n &&
+             make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64);
+  }
+  const WgmmaGrid g{(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK, staged};
   const int64_t tiles = static_cast<int64_t>(g.tiles_m) * g.tiles_n;
   const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
   if (tiles > INT_MAX || sms <= 0) return AK_ERR_UNSUPPORTED;
-  const auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Epi>;
+  const auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Staged, Epi>;
   if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const unsigned blocks = static_cast<unsigned>(tiles < sms ? tiles : sms);
-  kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], g, epi);
+  kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], g, epi);
   return ak_cuda::check_launch();
 }
 

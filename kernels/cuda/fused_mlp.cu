@@ -18,8 +18,9 @@
 //   wgmma   fp16/bf16 when WGMMA = 1 and the bases and row strides are 16-byte aligned (any
 //           M, D, F): Hopper warpgroup MMA with TMA and an mbarrier pipeline on a persistent
 //           grid (include/autokernel/cuda_gemm_sm90.cuh); up takes 128 x 128 tiles of gate and
-//           of up (two m64n128 accumulators per consumer thread), down 128 x 256 tiles, both
-//           64 deep, STAGES stages. Other calls take the mma variants with their default tiles.
+//           of up (two m64n128 accumulators per consumer thread), down 128 x 256 tiles (128 x
+//           128 with TMA_STORE), both 64 deep, STAGES stages. Other calls take the mma variants
+//           with their default tiles.
 //   simt    fp32 FFMA: 128 x 64 tiles (per weight matrix) for up, 128 x 128 for down.
 // No split-K, no atomics: repeated runs are bitwise equal.
 //
@@ -32,6 +33,9 @@
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tiles are fixed (BLOCK_M x BLOCK_N x BLOCK_K =
 //                     128 x 128 x 64 there, WARPS_* at 2 x 4); STAGES still sets its depth
+//   TMA_STORE         wgmma only, 1: up and down store their outputs through two 64 x BN
+//                     staging tiles by TMA, overlapped with their next tiles (a launch whose
+//                     stages leave no room for them stores from registers); 0: from registers
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 32, 64, 128
@@ -40,6 +44,8 @@
 // @tune WARPS_N: 1, 2, 4
 // @tune STAGES: 2, 3, 4, 5
 // @tune WGMMA: 0, 1
+// @tune TMA_STORE: 0, 1
+// @require TMA_STORE == 0 || WGMMA == 1
 // @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
@@ -72,6 +78,9 @@
 #ifndef WGMMA
 #define WGMMA 1
 #endif
+#ifndef TMA_STORE
+#define TMA_STORE 1
+#endif
 
 namespace {
 
@@ -83,11 +92,15 @@ using UpTile = std::conditional_t<WGMMA != 0, MmaTile<128, 64, 32, 2, 4, 4>,
 using DownTile = std::conditional_t<WGMMA != 0, MmaTile<128, 128, 32, 2, 4, 4>,
                                     MmaTile<BLOCK_M, 2 * BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>>;
 
+// down's wgmma tile width: 128 where its outputs go through the TMA store's staging tiles (256
+// would leave too little shared memory for them beside the stages).
+constexpr int kDownN = TMA_STORE != 0 ? 128 : 256;
+
 template <typename T, int NB, int BN, class Tile, class Epi>
 int launch_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream) {
   if constexpr (WGMMA != 0) {
     if (sm90::wgmma_eligible(p)) {
-      const int rc = sm90::launch_wgmma_gemm<T, BLayout::NK, NB, BN, STAGES>(p, epi, stream);
+      const int rc = sm90::launch_wgmma_gemm<T, BLayout::NK, NB, BN, STAGES, TMA_STORE != 0>(p, epi, stream);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
   }
@@ -103,6 +116,9 @@ struct SwigluStore {
   __device__ __forceinline__ static float swiglu(float gate, float up) {
     return gate / (1.0f + expf(-gate)) * up;
   }
+
+  __device__ __forceinline__ static float combine(const float (&v)[2]) { return swiglu(v[0], v[1]); }
+  const StoreC<T>& target() const { return out; }
 
   __device__ __forceinline__ void operator()(int row, int col, const float (&v0)[2],
                                              const float (&v1)[2]) const {
@@ -153,7 +169,7 @@ int launch_both(const ak_call* call, T* h, cudaStream_t stream) {
     if (rc == AK_OK) rc = launch_simt_gemm<BLayout::NK, 1>(down, store, stream);
   } else {
     rc = launch_gemm<T, 2, 128, UpTile>(up, swiglu, stream);
-    if (rc == AK_OK) rc = launch_gemm<T, 1, 256, DownTile>(down, store, stream);
+    if (rc == AK_OK) rc = launch_gemm<T, 1, kDownN, DownTile>(down, store, stream);
   }
   return rc;
 }

@@ -16,6 +16,10 @@
 //           BLOCK_N x 64 tiles brought in by TMA, STAGES deep, a producer warpgroup and two
 //           consumer warpgroups (include/autokernel/cuda_gemm_sm90.cuh). Other calls take the
 //           mma variants with their default tiles.
+//   wgmma, TMA store
+//           the same, C written through a shared-memory staging tile per consumer warpgroup
+//           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
+//           base and row stride 16-byte aligned, else the stores go from registers).
 //   simt    fp32, N > 1 and M > 1: 128 x 128 x 16 tiles, 8 x 8 outputs per thread, FFMA, two
 //           shared buffers; float4 loads and stores when rows are 16-byte aligned and K and N
 //           are multiples of 4, element loads otherwise.
@@ -39,26 +43,33 @@
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
-//                     (128 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes its own)
+//                     (64, 128, 192 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes
+//                     its own); 192 makes N = 768 a single wave of 128 x 192 tiles at M = 4096
+//   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
+//                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
+//                     registers
 //   SPLIT_K           fp32 only: 0 chooses the number of K splits per call (above); n > 0
 //                     takes n whatever the shape (fewer when K is too short to give each split
 //                     a 16-element tile, or the workspace would pass 256 MiB); 1: no split. Not
 //                     a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
-// @tune BLOCK_N: 64, 128, 256
+// @tune BLOCK_N: 64, 128, 192, 256
 // @tune BLOCK_K: 32, 64
 // @tune WARPS_M: 1, 2, 4
 // @tune WARPS_N: 1, 2, 4
 // @tune STAGES: 2, 3, 4, 5
 // @tune WGMMA: 0, 1
+// @tune TMA_STORE: 0, 1
 // @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
 // @require WARPS_M * WARPS_N * ((BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) / 32 + 72) <= 2048
 // @require (BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) <= 4096
 // @require STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
-// @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_N >= 128 && BLOCK_K == 64 && STAGES >= 3)
+// @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_K == 64 && STAGES >= 3)
+// @require BLOCK_N != 192 || WGMMA == 1
+// @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_fp32.cuh"
@@ -80,10 +91,13 @@
 #define WARPS_N 4
 #endif
 #ifndef STAGES
-#define STAGES 4
+#define STAGES 3
 #endif
 #ifndef WGMMA
 #define WGMMA 1
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 1
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 0
@@ -129,7 +143,7 @@ int launch(const ak_call* call) {
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
-        const int rc = sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES>(p, store, stream);
+        const int rc = sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, TMA_STORE != 0>(p, store, stream);
         if (rc != AK_ERR_UNSUPPORTED) return rc;
       }
     }

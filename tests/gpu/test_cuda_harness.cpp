@@ -2,6 +2,8 @@
 // works outside call->stream is caught, an illegal address is a CRASH that the engine survives.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cli_runner.h"
 #include "runtime/cuda/cuda_runtime.h"
 
@@ -53,6 +55,37 @@ TEST_F(CudaHarness, MatmulFp32StarterPassesEveryStageWithSplitK) {
         bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", "fp32"});
     EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
   }
+}
+
+// The starter with its defaults replaced by `defines` (the #ifndef defaults give way), written
+// into a scratch directory: the file the search would build for that configuration.
+std::string starter_with(const std::string& op, const std::string& defines) {
+  const std::string tag = op + "-" + std::to_string(std::hash<std::string>{}(defines));
+  const auto path = scratch_dir("cuda-variant-" + tag) / (op + ".cu");
+  std::ifstream in(std::string(AK_SOURCE_DIR) + "/kernels/cuda/" + op + ".cu");
+  std::ofstream out(path);
+  out << defines << "\n" << in.rdbuf();
+  return path.string();
+}
+
+// The staged epilogue (shared memory, then TMA stores that clip at the edges) at every wgmma
+// tile width, and the epilogue from registers, through every stage, on a shape whose M and N
+// are not multiples of the tile.
+TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
+  for (const auto& [defines, dtype] : std::vector<std::pair<std::string, std::string>>{
+           {"", "fp16"},  // the defaults: 256 wide, 3 stages
+           {"#define BLOCK_N 128\n#define STAGES 5", "bf16"},
+           {"#define BLOCK_N 64", "fp16"},
+           {"#define BLOCK_N 192\n#define STAGES 4", "bf16"},
+           {"#define TMA_STORE 0\n#define BLOCK_N 256\n#define STAGES 4", "fp16"}}) {
+    const auto j = bench(starter_with("matmul", defines), "matmul", "1000x1000x200", {"--dtype", dtype});
+    EXPECT_EQ(j.value("status", ""), "PASS") << defines << "\n" << j.dump(2);
+  }
+}
+
+TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is its default
+  const auto j = bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", "1000x256x520");
+  EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
 }
 
 TEST_F(CudaHarness, GoodReducePasses) {

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build, the GPU tests (GPU_TESTS=0 skips, GPU_TESTS_REGEX narrows), then
+# our matmul and fused_mlp against PyTorch on every shape of them in the shipped model profiles,
+# one column per configuration (bench/matmul_shapes.py). Logs under $OUT; the tables come last.
+# TUNE_SHAPES=4096x32000x768,... first runs the engine's own search on each matmul shape
+# (TUNE_STRATEGY, default model; TUNE_BUDGET, default 120s) from the defaults, unattended, and adds
+# each search's best configuration to the matmul columns.
+#   OPS=matmul MATMUL_CONFIGS="TMA_STORE=0;TMA_STORE=1 STAGES=3" DTYPES=fp16,bf16 bash bench/gpu_matmul.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_env.sh
+MATMUL_CONFIGS=${MATMUL_CONFIGS:-"BLOCK_N=256 STAGES=4 TMA_STORE=0;BLOCK_N=128 STAGES=5 TMA_STORE=1"}
+FUSED_MLP_CONFIGS=${FUSED_MLP_CONFIGS:-"TMA_STORE=0;TMA_STORE=1"}
+
+echo "== build"
+if [[ ${GPU_TESTS:-1} == 0 ]]; then
+  build_autokernel OFF autokernel || exit 1
+else
+  build_autokernel ON autokernel autokernel_gpu_tests || exit 1
+  echo "== ctest -L gpu ${GPU_TESTS_REGEX:-}"
+  ctest --test-dir build-gpu -L gpu ${GPU_TESTS_REGEX:+-R "$GPU_TESTS_REGEX"} -E kernelbench --output-on-failure \
+    >"$OUT/ctest-gpu.log" 2>&1
+  grep -E "tests passed|\*\*\*Failed|Failed  " "$OUT/ctest-gpu.log" | tail -12
+fi
+for shape in ${TUNE_SHAPES//,/ }; do
+  echo "== tune matmul $shape"
+  build-gpu/autokernel tune kernels/cuda/matmul.cu --op matmul --shape "$shape" --dtype fp16 --json \
+    --strategy "${TUNE_STRATEGY:-model}" --budget "${TUNE_BUDGET:-120s}" >"$OUT/tune-$shape.json" 2>"$OUT/tune-$shape.log"
+  best=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; print(b.get("config", ""))' \
+    "$OUT/tune-$shape.json" 2>/dev/null)
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; t=d.get("trials", []);
+print(f"{len(t)} trials, best {b.get(\"config\")} at {b.get(\"timing\", {}).get(\"median_us\")} us")' \
+    "$OUT/tune-$shape.json" 2>/dev/null || tail -3 "$OUT/tune-$shape.log"
+  [[ -n $best ]] && MATMUL_CONFIGS="$MATMUL_CONFIGS;$best"
+done
+for op in ${OPS:-matmul fused_mlp}; do
+  configs_var=$(echo "${op}_CONFIGS" | tr a-z A-Z)
+  echo "== $op shapes"
+  python3 bench/matmul_shapes.py --ak build-gpu/autokernel --op "$op" --configs "${!configs_var}" \
+    --dtypes "${DTYPES:-fp16}" --json-out "$OUT/$op-shapes.json" >"$OUT/$op-shapes.md" 2>"$OUT/$op-shapes.log"
+  grep "^\[build\]" "$OUT/$op-shapes.log"
+done
+for op in ${OPS:-matmul fused_mlp}; do cat "$OUT/$op-shapes.md"; done
