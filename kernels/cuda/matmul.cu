@@ -143,7 +143,8 @@ int launch(const ak_call* call) {
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
-        const int rc = sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, TMA_STORE != 0>(p, store, stream);
+        const int rc =
+            sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, TMA_STORE != 0>(p, store, stream);
         if (rc != AK_ERR_UNSUPPORTED) return rc;
       }
     }

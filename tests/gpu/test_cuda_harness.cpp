@@ -84,7 +84,8 @@ TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
 }
 
 TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is its default
-  const auto j = bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", "1000x256x520");
+  const auto j =
+      bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", "1000x256x520");
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
 }
 
