@@ -22,6 +22,7 @@ else
     >"$OUT/ctest-gpu.log" 2>&1
   grep -E "tests passed|\*\*\*Failed|Failed  " "$OUT/ctest-gpu.log" | tail -12
 fi
+TUNE_SHAPES=${TUNE_SHAPES:-}
 for shape in ${TUNE_SHAPES//,/ }; do
   echo "== tune matmul $shape"
   build-gpu/autokernel tune kernels/cuda/matmul.cu --op matmul --shape "$shape" --dtype fp16 --json \
