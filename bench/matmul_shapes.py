@@ -83,7 +83,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ak", default=str(ROOT / "build-gpu" / "autokernel"))
     p.add_argument("--op", default="matmul", choices=sorted(CHECK_SHAPE))
-    p.add_argument("--configs", required=True, help="';'-separated configurations, each 'NAME=VALUE ...'")
+    p.add_argument("--configs", required=True,
+                   help="';'-separated configurations, each 'NAME=VALUE ...' (an empty one: the defaults)")
     p.add_argument("--dtypes", default="fp16")
     p.add_argument("--extra-shapes", default=None, help="default: 4096³ and 8192³ (matmul), 4096x4096x11008 (fused_mlp)")
     p.add_argument("--json-out")
@@ -91,7 +92,7 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("matmul_shapes.py: no CUDA GPU visible to PyTorch")
     torch.backends.cuda.matmul.allow_tf32 = False
-    configs = [c.strip() for c in a.configs.split(";") if c.strip()]
+    configs = [c.strip() for c in a.configs.split(";")]  # an empty one: the starter's defaults
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(8) as pool:  # compiles only: the cache keeps them
             list(pool.map(lambda c: build(a.ak, a.op, c, tmp), configs))
