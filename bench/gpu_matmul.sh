@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, the GPU tests (GPU_TESTS=0 skips, GPU_TESTS_REGEX narrows), then
-# our matmul and fused_mlp against PyTorch on every shape of them in the shipped model profiles,
-# one column per configuration (bench/matmul_shapes.py). Logs under $OUT; the tables come last.
+# our matmul, fused_mlp and flash_attention against PyTorch on every shape of them in the shipped
+# model profiles, one column per configuration (bench/matmul_shapes.py). Logs under $OUT; the tables
+# come last.
 # TUNE_SHAPES=4096x32000x768,... first runs the engine's own search on each matmul shape
 # (TUNE_STRATEGY, default model; TUNE_BUDGET, default 120s) from the defaults, unattended, and adds
 # each search's best configuration to the matmul columns.
@@ -11,6 +12,7 @@ cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 MATMUL_CONFIGS=${MATMUL_CONFIGS:-"BLOCK_N=256 STAGES=4 TMA_STORE=0;BLOCK_N=128 STAGES=5 TMA_STORE=1"}
 FUSED_MLP_CONFIGS=${FUSED_MLP_CONFIGS:-"TMA_STORE=0;TMA_STORE=1"}
+FLASH_ATTENTION_CONFIGS=${FLASH_ATTENTION_CONFIGS:-"PINGPONG=0;PINGPONG=1"}
 
 echo "== build"
 if [[ ${GPU_TESTS:-1} == 0 ]]; then

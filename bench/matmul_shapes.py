@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Our matmul (or fused_mlp) against PyTorch on the shapes models have, one configuration per column.
+"""Our matmul (or fused_mlp, or flash_attention) against PyTorch on the shapes models have, one configuration per column.
 
 Every shape of the operator in the shipped H100 profiles (python/autokernel/profiles/*nvidia*.json)
 plus --extra-shapes, fp16 (and bf16 where --dtypes says). Each configuration ("NAME=VALUE ..." of
@@ -8,7 +8,8 @@ the CUDA starter's tuning parameters) is built and passed through every stage on
 no check is timed beside another); its module is then loaded here (the kernel ABI, as compare.py
 does), its output on each shape checked against PyTorch in fp32, and timed by compare.py's method
 (L2 flushed by a read, the stream kept busy while enqueuing, events, median) beside PyTorch's call
-(cuBLAS for matmul; three matmuls and the SiLU product for fused_mlp).
+(cuBLAS for matmul; three matmuls and the SiLU product for fused_mlp; SDPA for attention, whose
+grouped-query shapes are left out: compare.py's inputs have as many key/value heads as query heads).
 
     python3 bench/matmul_shapes.py --ak build-gpu/autokernel [--op fused_mlp] \\
         --configs "TMA_STORE=0;BLOCK_N=128 STAGES=5 TMA_STORE=1" [--json-out rows.json]
@@ -30,7 +31,11 @@ from compare import FUNCTIONS, Timer, make_inputs
 from compare_ours import KernelModule, _outputs_and_scalars, with_defaults
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHECK_SHAPE = {"matmul": "1000x1000x200", "fused_mlp": "1000x256x520"}
+CHECK_SHAPE = {"matmul": "1000x1000x200", "fused_mlp": "1000x256x520", "flash_attention": "2x4x300x128:causal=1"}
+EXTRA_SHAPES = {"matmul": "4096x4096x4096,8192x8192x8192", "fused_mlp": "4096x4096x11008",
+                "flash_attention": "4x32x4096x128:causal=1,4x32x4096x128:causal=0"}
+# Relative error (2-norm) allowed against PyTorch in fp32: about the dtype's rounding of the output.
+MAX_REL_ERROR = {"fp16": 5e-3, "bf16": 1.5e-2}
 TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -41,7 +46,7 @@ def model_shapes(op):
         doc = json.loads(pathlib.Path(path).read_text())
         model = doc["model"].get("spec", "?") if isinstance(doc["model"], dict) else doc["model"]
         for e in doc["entries"]:
-            if e.get("op") == op:
+            if e.get("op") == op and "kv_heads" not in e["problem"]:  # compare.py's inputs have no GQA
                 seen.setdefault(e["problem"], f"{model} ({e['us'] / doc['total_us']:.0%})")
     return list(seen.items())
 
@@ -62,7 +67,7 @@ def build(ak, op, config, workdir):
     return config, doc["module"], "PASS"
 
 
-def measure(timer, op, module_path, shape, args):
+def measure(timer, op, module_path, shape, args, max_rel_error):
     """{"us", "rel_error"} of one module on one shape: its output (into a NaN-filled buffer)
     against PyTorch's in fp32, then its time; no time when the output is wrong."""
     module = KernelModule(module_path)
@@ -74,7 +79,7 @@ def measure(timer, op, module_path, shape, args):
         return {"us": None, "error": f"ak_launch returned {code}"}
     ref = FUNCTIONS[op](shape)(*(t.float() for t in args))
     rel = ((outputs[0].float() - ref).norm() / ref.norm()).item()  # NaN left anywhere makes it NaN
-    if not rel < 5e-3:
+    if not rel < max_rel_error:
         return {"us": None, "rel_error": rel}
     return {"us": timer.median_us(lambda: module.launch(inputs, outputs, scalars), ()), "rel_error": rel}
 
@@ -86,7 +91,7 @@ def main():
     p.add_argument("--configs", required=True,
                    help="';'-separated configurations, each 'NAME=VALUE ...' (an empty one: the defaults)")
     p.add_argument("--dtypes", default="fp16")
-    p.add_argument("--extra-shapes", default=None, help="default: 4096³ and 8192³ (matmul), 4096x4096x11008 (fused_mlp)")
+    p.add_argument("--extra-shapes", default=None, help="default: the standard problems (EXTRA_SHAPES)")
     p.add_argument("--json-out")
     a = p.parse_args()
     if not torch.cuda.is_available():
@@ -99,19 +104,18 @@ def main():
         built = [build(a.ak, a.op, c, tmp) for c in configs]
     for config, module, note in built:
         print(f"[build] {config or '(defaults)'}: {note}", file=sys.stderr, flush=True)
-    extra = a.extra_shapes if a.extra_shapes is not None else (
-        "4096x4096x4096,8192x8192x8192" if a.op == "matmul" else "4096x4096x11008")
+    extra = a.extra_shapes if a.extra_shapes is not None else EXTRA_SHAPES[a.op]
     shapes = model_shapes(a.op) + [(s, "standard") for s in extra.split(",") if s]
     timer, rows = Timer(), []
     for shape, where in shapes:
         for dtype_name in a.dtypes.split(","):
-            dims = [int(v) for v in shape.split("x")]
+            dims = [int(v) for v in shape.split(":")[0].split("x")]
             args = make_inputs(a.op, dims, TORCH_DTYPE[dtype_name])
             row = {"shape": shape, "where": where, "dtype": dtype_name,
                    "torch_us": timer.median_us(FUNCTIONS[a.op](shape), args), "ours": {}}
             for config, module, _ in built:
                 if module is not None:
-                    row["ours"][config] = measure(timer, a.op, module, shape, args)
+                    row["ours"][config] = measure(timer, a.op, module, shape, args, MAX_REL_ERROR[dtype_name])
             timed = [(v["us"], c) for c, v in row["ours"].items() if v.get("us")]
             row["best"] = min(timed) if timed else None
             rows.append(row)

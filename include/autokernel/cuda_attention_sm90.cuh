@@ -80,8 +80,16 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&
 #ifndef AK_ATTENTION_KV_STAGES
 #define AK_ATTENTION_KV_STAGES 2
 #endif
+// Ping-pong (1): the two consumer warpgroups take turns to issue their wgmma groups (named
+// barriers 1 and 2, each warpgroup waiting on its own and arriving on the other's), so that one
+// warpgroup's softmax runs while the other's S and P V occupy the tensor cores, instead of both
+// computing exponentials at the same time with the tensor cores idle.
+#ifndef AK_ATTENTION_PINGPONG
+#define AK_ATTENTION_PINGPONG 0
+#endif
 constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWarps = 8,
               kStages = AK_ATTENTION_KV_STAGES;
+constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle:
 //   Q        2 slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
@@ -210,6 +218,18 @@ struct Consumer {
       for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(pa[kk][r])::"memory");
   }
 
+  // Ping-pong turns. Each warpgroup issues active + 1 times (both have the same active: a tile
+  // of 128 keys covers both warpgroups' diagonals), so warpgroup 1's first arrive, which lets
+  // warpgroup 0 begin, stands in for the arrive after its own last issue: every barrier phase
+  // then completes, and none is left half-arrived when the block exits.
+  __device__ __forceinline__ void await_turn() const {
+    if constexpr (kPingPong) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + c) : "memory");
+  }
+  __device__ __forceinline__ void pass_turn(bool last) const {
+    if constexpr (kPingPong)
+      if (!(last && c == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
+  }
+
   // Tiles [0, active) (active >= 1) hold keys for this warpgroup; the rest are only released.
   __device__ __forceinline__ void run(uint32_t smem, uint32_t bars, const Problem& p, int m0, int n_tiles,
                                       int active) {
@@ -225,9 +245,12 @@ struct Consumer {
     float s[64];
     // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
     // serializing the asynchronous groups.
+    if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
     wait_full(0);
+    await_turn();
     wgmma_fence();
     issue_scores(s, smem, key_tile(0));
+    pass_turn(false);
     wgmma_wait<0>();
     settle(s);
     softmax(s, p, masked(0), 0, first_row);
@@ -236,9 +259,11 @@ struct Consumer {
     for (int tile = 0; tile + 1 < active; ++tile) {
       const int n1 = (tile + 1) * kKeys;
       wait_full(tile + 1);
+      await_turn();
       wgmma_fence();
       issue_scores(s, smem, key_tile(tile + 1));
       issue_pv(key_tile(tile) + kKBytes);
+      pass_turn(false);
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
       settle(s);
       softmax(s, p, masked(n1), n1, first_row);
@@ -247,8 +272,10 @@ struct Consumer {
       release(tile);
       take(s);
     }
+    await_turn();
     wgmma_fence();
     issue_pv(key_tile(active - 1) + kKBytes);
+    pass_turn(true);
     wgmma_wait<0>();
     settle_pv();
     release(active - 1);

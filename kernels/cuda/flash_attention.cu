@@ -33,6 +33,8 @@
 //   BLOCK_N  keys per K/V tile of the mma variant
 //   STAGES   K/V tiles in flight in the shared-memory ring (mma and wgmma variants)
 //   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D = 128 (mma for calls it cannot take)
+//   PINGPONG wgmma only, 1: the two consumer warpgroups take turns on the tensor cores, one's
+//            softmax under the other's matrix products
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D = 128 with each ring depth (2, 3), with the default mma tile for the
@@ -45,6 +47,8 @@
 // @require BLOCK_N * D <= 8192
 // @tune PATH: 0, 1
 // @require PATH == 0 || (D == 128 && BLOCK_M == 128 && BLOCK_N == 64)
+// @tune PINGPONG: 0, 1
+// @require PINGPONG == 0 || PATH == 1
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -57,8 +61,12 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
 #if PATH == 1
 #define AK_ATTENTION_KV_STAGES STAGES
+#define AK_ATTENTION_PINGPONG PINGPONG
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M

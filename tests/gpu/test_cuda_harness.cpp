@@ -89,6 +89,16 @@ TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
 }
 
+// Ping-pong turns between the consumer warpgroups: causal and not, grouped-query, S not a
+// multiple of the 128-row tile (a turn left unmatched would hang the block: TIMEOUT, not PASS).
+TEST_F(CudaHarness, FlashAttentionPingPongPassesEveryStage) {
+  for (const std::string shape : {"2x4x300x128:causal=1", "1x8x520x128:causal=0,kv_heads=2"}) {
+    const auto j = bench(starter_with("flash_attention", "#define PINGPONG 1"), "flash_attention", shape,
+                         {"--dtype", "bf16"});
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
+  }
+}
+
 TEST_F(CudaHarness, GoodReducePasses) {
   const auto j = bench(kernel("cuda_good_reduce.cu"), "reduce", "4096x1000");
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
