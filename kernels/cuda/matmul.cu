@@ -38,7 +38,9 @@
 //
 // Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
 // all but SPLIT_K, fp16/bf16 ignore SPLIT_K):
-//   BLOCK_M, BLOCK_N  output tile of a block
+//   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
+//                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
+//                     needs fewer tile columns over whole waves (auto_tile_width below)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
@@ -54,7 +56,7 @@
 //                     a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
-// @tune BLOCK_N: 64, 128, 192, 256
+// @tune BLOCK_N: 0, 64, 128, 192, 256
 // @tune BLOCK_K: 32, 64
 // @tune WARPS_M: 1, 2, 4
 // @tune WARPS_N: 1, 2, 4
@@ -69,6 +71,7 @@
 // @require STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
 // @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_K == 64 && STAGES >= 3)
 // @require BLOCK_N != 192 || WGMMA == 1
+// @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 #include "autokernel/cuda_gemm.cuh"
@@ -79,7 +82,7 @@
 #define BLOCK_M 128
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 256
+#define BLOCK_N 0
 #endif
 #ifndef BLOCK_K
 #define BLOCK_K 64
@@ -127,6 +130,33 @@ bool shapes_fit(const ak_call* call) {
   return is_matrix(a, m, k) && is_matrix(b, k, n) && is_matrix(c, m, n);
 }
 
+static_assert(BLOCK_N != 0 || WGMMA != 0, "BLOCK_N = 0 (picked per call) is a wgmma tile width");
+
+// 192 or 256, for BLOCK_N = 0: the width whose tiles, rounded up to whole waves of one tile per
+// SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over
+// more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for
+// 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
+[[maybe_unused]] int auto_tile_width(int m, int n) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  const auto cost = [&](int width, double per_column) {
+    const int64_t tiles = static_cast<int64_t>((m + 127) / 128) * ((n + width - 1) / width);
+    return static_cast<double>((tiles + sms - 1) / sms) * width * per_column;
+  };
+  return cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+}
+
+template <typename T>
+int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
+  constexpr bool kStaged = TMA_STORE != 0;
+  if constexpr (BLOCK_N == 0) {
+    if (auto_tile_width(p.m, p.n) == 192)
+      return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, 192, 4, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, 256, 3, kStaged>(p, store, stream);
+  } else {
+    return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, kStaged>(p, store, stream);
+  }
+}
+
 template <typename T>
 int launch(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
@@ -143,8 +173,7 @@ int launch(const ak_call* call) {
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
-        const int rc =
-            sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, TMA_STORE != 0>(p, store, stream);
+        const int rc = launch_wgmma(p, store, stream);
         if (rc != AK_ERR_UNSUPPORTED) return rc;
       }
     }
