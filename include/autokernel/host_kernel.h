@@ -214,6 +214,13 @@ inline bool usable(const ak_tensor& t) {
   return true;
 }
 
+// A 2-D view of a contiguous buffer of its transpose (strides 1 and shape[0]): matmul's B when
+// it holds a Linear's [N, K] weight.
+inline bool usable_transposed(const ak_tensor& t) {
+  return t.data != nullptr && t.ndim == 2 && t.shape[0] >= 1 && t.shape[1] >= 1 &&
+         (t.shape[0] == 1 || t.strides[0] == 1) && (t.shape[1] == 1 || t.strides[1] == t.shape[0]);
+}
+
 // The call has exactly these counts and every tensor is usable.
 inline bool valid_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
   if (call == nullptr || call->abi_version != AK_ABI_VERSION) return false;

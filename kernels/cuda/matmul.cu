@@ -1,7 +1,10 @@
 // matmul, CUDA: C[i, j] = sum_k A[i, k] * B[k, j], fp32 accumulation, C rounded once.
-// Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free); output C[M, N] of A's
-// dtype; no scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, N, K >= 1.
-// Machinery in include/autokernel/cuda_gemm.cuh (fp16/bf16) and cuda_gemm_fp32.cuh (fp32).
+// Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free; or B the transposed view
+// of an [N, K] buffer, a Linear's weight: strides 1 and ldb >= K, problem param b_nk = 1); output
+// C[M, N] of A's dtype; no scalars. Every variant below takes both layouts of B (fp32's [N, K]
+// through the simt tile of cuda_gemm.cuh, without split-K). fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no
+// TF32), any M, N, K >= 1. Machinery in include/autokernel/cuda_gemm.cuh (fp16/bf16) and cuda_gemm_fp32.cuh
+// (fp32).
 //
 // Variants, picked per call:
 //   mma     fp16/bf16: one BLOCK_M x BLOCK_N tile of C per block, WARPS_M x WARPS_N warps, each
@@ -120,6 +123,12 @@ bool is_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
   return (cols == 1 || t.strides[1] == 1) && t.strides[0] >= 0;
 }
 
+// B[K, N] as a view of a contiguous [N, K] buffer (a Linear's weight, row stride strides[1]).
+bool is_transposed_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
+  if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols) return false;
+  return (rows == 1 || t.strides[0] == 1) && t.strides[1] >= rows;
+}
+
 bool shapes_fit(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
   const ak_tensor& b = call->inputs[1];
@@ -127,7 +136,7 @@ bool shapes_fit(const ak_call* call) {
   if (a.ndim != 2 || b.ndim != 2) return false;
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   if (m < 1 || n < 1 || k < 1 || m > INT_MAX - 512 || n > INT_MAX - 512 || k > INT_MAX - 512) return false;
-  return is_matrix(a, m, k) && is_matrix(b, k, n) && is_matrix(c, m, n);
+  return is_matrix(a, m, k) && (is_matrix(b, k, n) || is_transposed_matrix(b, k, n)) && is_matrix(c, m, n);
 }
 
 static_assert(BLOCK_N != 0 || WGMMA != 0, "BLOCK_N = 0 (picked per call) is a wgmma tile width");
@@ -145,39 +154,45 @@ static_assert(BLOCK_N != 0 || WGMMA != 0, "BLOCK_N = 0 (picked per call) is a wg
   return cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
 }
 
-template <typename T>
+template <typename T, BLayout L>
 int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr bool kStaged = TMA_STORE != 0;
   if constexpr (BLOCK_N == 0) {
     if (auto_tile_width(p.m, p.n) == 192)
-      return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, 192, 4, kStaged>(p, store, stream);
-    return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, 256, 3, kStaged>(p, store, stream);
+      return sm90::launch_wgmma_gemm<T, L, 1, 192, 4, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm<T, L, 1, 256, 3, kStaged>(p, store, stream);
   } else {
-    return sm90::launch_wgmma_gemm<T, BLayout::KN, 1, BLOCK_N, STAGES, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged>(p, store, stream);
   }
 }
 
-template <typename T>
+// B stored as L says: KN, B[k][n] at b[k * ldb + n]; NK, at b[n * ldb + k].
+template <typename T, BLayout L>
 int launch(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
   const ak_tensor& b = call->inputs[1];
   const ak_tensor& c = call->outputs[0];
   const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]),
             n = static_cast<int>(b.shape[1]);
+  const int64_t ldb = L == BLayout::NK ? b.strides[1] : b.strides[0];
   const GemmProblem<T, 1> p{
-      static_cast<const T*>(a.data), {static_cast<const T*>(b.data)}, a.strides[0], b.strides[0], m, n, k};
+      static_cast<const T*>(a.data), {static_cast<const T*>(b.data)}, a.strides[0], ldb, m, n, k};
   const cudaStream_t stream = ak_cuda::stream_of(call);
   if constexpr (sizeof(T) == 4) {
-    return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
+    if constexpr (L == BLayout::NK)
+      return launch_simt_gemm<BLayout::NK, 1>(p, make_store(static_cast<float*>(c.data), c.strides[0], m, n),
+                                              stream);
+    else
+      return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
-        const int rc = launch_wgmma(p, store, stream);
+        const int rc = launch_wgmma<T, L>(p, store, stream);
         if (rc != AK_ERR_UNSUPPORTED) return rc;
       }
     }
-    return launch_mma_gemm<T, BLayout::KN, 1, Tile>(p, store, stream);
+    return launch_mma_gemm<T, L, 1, Tile>(p, store, stream);
   }
 }
 
@@ -189,6 +204,10 @@ extern "C" int ak_launch(const ak_call* call) {
   const int32_t dtype = call->inputs[0].dtype;
   if (call->inputs[1].dtype != dtype || call->outputs[0].dtype != dtype || !shapes_fit(call))
     return AK_ERR_UNSUPPORTED;
-  return ak_cuda::dispatch_float_dtype(dtype,
-                                       [&](auto tag) { return launch<typename decltype(tag)::type>(call); });
+  const ak_tensor& b = call->inputs[1];
+  const bool nk = !is_matrix(b, b.shape[0], b.shape[1]);  // then is_transposed_matrix (shapes_fit)
+  return ak_cuda::dispatch_float_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return nk ? launch<T, BLayout::NK>(call) : launch<T, BLayout::KN>(call);
+  });
 }

@@ -1,5 +1,6 @@
 // matmul (host starter kernel): C[M, N] = A[M, K] · B[K, N], all in one dtype (fp32, fp16 or
-// bf16), accumulated in float.
+// bf16), accumulated in float. B is contiguous, or the transposed view of a contiguous [N, K]
+// buffer (a Linear's weight: strides 1 and K), which the panel copy gathers.
 //
 // One variant: cache-blocked i-k-j. C is cut into BLOCK_M x BLOCK_N tiles spread over OpenMP
 // threads; each tile walks K in slices of BLOCK_K, copying the slice of B into a contiguous float
@@ -32,6 +33,7 @@ using namespace ak::host;
 
 struct Dims {
   int64_t m, n, k;
+  bool b_nk;  // B held as [N, K]
 };
 
 // Adds a[k] * panel[k, :] over the slice into partial[0, width).
@@ -59,7 +61,12 @@ void compute_tile(const T* a, const T* b, T* c, Dims dims, int64_t i0, int64_t i
 
   for (int64_t k0 = 0; k0 < dims.k; k0 += block_k) {
     const int64_t depth = std::min(block_k, dims.k - k0);
-    for (int64_t k = 0; k < depth; ++k) to_floats(b + (k0 + k) * dims.n + j0, width, panel + k * width);
+    if (dims.b_nk) {
+      for (int64_t j = 0; j < width; ++j)
+        for (int64_t k = 0; k < depth; ++k) panel[k * width + j] = to_float(b[(j0 + j) * dims.k + k0 + k]);
+    } else {
+      for (int64_t k = 0; k < depth; ++k) to_floats(b + (k0 + k) * dims.n + j0, width, panel + k * width);
+    }
     for (int64_t i = i0; i < i1; ++i) {
       multiply_slice(float_view(a + i * dims.k + k0, depth, a_slice), panel, depth, width, partial);
       float* __restrict row = accumulator + (i - i0) * width;
@@ -72,9 +79,10 @@ void compute_tile(const T* a, const T* b, T* c, Dims dims, int64_t i0, int64_t i
 template <class T>
 int matmul(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
-  const Dims dims{a.shape[0], call->inputs[1].shape[1], a.shape[1]};
-  if (a.ndim != 2 || !has_shape(call->inputs[1], {dims.k, dims.n}) ||
-      !has_shape(call->outputs[0], {dims.m, dims.n}))
+  const ak_tensor& b = call->inputs[1];
+  const bool b_nk = !usable(b);  // then usable_transposed (ak_launch checked one of the two)
+  const Dims dims{a.shape[0], b.shape[1], a.shape[1], b_nk};
+  if (a.ndim != 2 || !has_shape(b, {dims.k, dims.n}) || !has_shape(call->outputs[0], {dims.m, dims.n}))
     return AK_ERR_UNSUPPORTED;
   const int64_t block_m = std::min<int64_t>(BLOCK_M, dims.m);
   const int64_t block_n = std::min<int64_t>(BLOCK_N, dims.n);
@@ -103,7 +111,10 @@ int matmul(const ak_call* call) {
 }  // namespace
 
 extern "C" int ak_launch(const ak_call* call) {
-  if (!valid_call(call, 2, 1, 0) || !all_dtype({&call->inputs[1], &call->outputs[0]}, call->inputs[0].dtype))
+  if (call == nullptr || call->abi_version != AK_ABI_VERSION || call->n_inputs != 2 || call->n_outputs != 1 ||
+      call->n_scalars != 0 || !usable(call->inputs[0]) || !usable(call->outputs[0]) ||
+      !(usable(call->inputs[1]) || usable_transposed(call->inputs[1])) ||
+      !all_dtype({&call->inputs[1], &call->outputs[0]}, call->inputs[0].dtype))
     return AK_ERR_UNSUPPORTED;
   return guarded([&] {
     return dispatch(call->inputs[0].dtype,

@@ -75,6 +75,10 @@ class Op {
   // The standard benchmark problem (the shapes of ../shared/REFERENCE-SYSTEM.md).
   virtual Problem default_problem() const = 0;
   virtual StageProblems stage_problems() const = 0;
+  // The stage problems for an experiment timed on `primary`: by default the fixed set; an op
+  // whose parameter changes how its inputs are laid out (matmul's b_nk) carries it over, so that
+  // every stage checks the layout the kernel will be called with.
+  virtual StageProblems stage_problems_like(const Problem& /*primary*/) const { return stage_problems(); }
 
   // Adversarial cases for the stability stage (e.g. "large", "near_constant", "dominant").
   virtual std::vector<std::string> stability_cases() const = 0;

@@ -13,6 +13,7 @@ int64_t TensorSpec::numel() const {
 }
 
 std::vector<int64_t> TensorSpec::strides() const {
+  if (transposed && shape.size() == 2) return {1, shape[0]};
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
   return s;
@@ -22,7 +23,7 @@ std::string TensorSpec::to_string() const {
   std::ostringstream out;
   out << name << " " << ak::to_string(dtype) << "[";
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
-  out << "]";
+  out << (transposed ? "] (transposed view)" : "]");
   return out.str();
 }
 

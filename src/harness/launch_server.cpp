@@ -85,7 +85,8 @@ class Server {
         const int code = list[i][1].get<int>();
         if (code < AK_F32 || code > AK_I64)
           throw Error(ErrorKind::Internal, "define: dtype code out of range");
-        TensorSpec spec{"", static_cast<DType>(code), list[i][2].get<std::vector<int64_t>>()};
+        TensorSpec spec{"", static_cast<DType>(code), list[i][2].get<std::vector<int64_t>>(),
+                        list[i].size() > 3 && list[i][3].get<bool>()};
         if (offset + spec.bytes() > bytes_)
           throw Error(ErrorKind::Internal, "define: a tensor outside the arena");
         out[i] = make_abi_tensor(spec, base_ + offset);

@@ -81,7 +81,7 @@ pid_t spawn_launcher(const std::vector<std::string>& argv, int channel_fd, int l
 }
 
 nlohmann::json tensor_json(const CallLayout::Tensor& t) {
-  return {t.offset, static_cast<int>(t.spec.dtype), t.spec.shape};  // the ABI's dtype code
+  return {t.offset, static_cast<int>(t.spec.dtype), t.spec.shape, t.spec.transposed};  // the ABI's dtype code
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ void add_all_dtypes(std::vector<CaseSpec>& cases, const Problem& p, const std::s
 }
 
 std::vector<Stage> plan_stages(const Op& op, const StagePlan& plan) {
-  const StageProblems problems = op.stage_problems();
+  const StageProblems problems = op.stage_problems_like(plan.primary);
   const std::string random{kRandomCase};
   std::vector<Stage> stages;
   stages.push_back({"smoke", {{problems.smoke, plan.dtype, random, 0}}});

@@ -1,5 +1,7 @@
 // matmul: C[i, j] = sum_k A[i, k] * B[k, j].
-// Inputs: A[M, K], B[K, N]. Outputs: C[M, N] (dtype of A). No scalars.
+// Inputs: A[M, K], B[K, N]. Outputs: C[M, N] (dtype of A). No scalars. Param b_nk (default 0):
+// 1 holds B as a Linear's weight, [N, K] contiguous, which the kernel sees as the view B[K, N]
+// with strides (1, K) (no copy of the weight on each call).
 #include <algorithm>
 #include <cmath>
 
@@ -22,10 +24,16 @@ class Matmul final : public Op {
   std::string_view name() const override { return "matmul"; }
   std::string_view summary() const override { return "matrix product C = A B (A is MxK, B is KxN)"; }
   std::vector<std::string> dim_names() const override { return {"M", "N", "K"}; }
+  std::vector<std::pair<std::string, double>> param_defaults() const override { return {{"b_nk", 0.0}}; }
+
+  void validate_rules(const Problem& p) const override {
+    const int64_t b_nk = ops::int_param(*this, p, "b_nk", 0);
+    ops::require(*this, b_nk == 0 || b_nk == 1, "b_nk must be 0 or 1, got " + std::to_string(b_nk));
+  }
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
-    return {{{"A", t, {m, k}}, {"B", t, {k, n}}}, {{"C", t, {m, n}}}, {}};
+    return {{{"A", t, {m, k}}, {"B", t, {k, n}, b_nk(p)}}, {{"C", t, {m, n}}}, {}};
   }
 
   Problem default_problem() const override { return {{4096, 4096, 4096}, {}}; }
@@ -53,6 +61,16 @@ class Matmul final : public Op {
              {{1000, 127, 1}, {}}}};
   }
 
+  // With b_nk every stage problem holds B as the timed one does.
+  StageProblems stage_problems_like(const Problem& primary) const override {
+    StageProblems problems = stage_problems();
+    if (!b_nk(primary)) return problems;
+    problems.smoke.params["b_nk"] = 1.0;
+    for (auto* list : {&problems.sweep, &problems.stability, &problems.edge})
+      for (Problem& p : *list) p.params["b_nk"] = 1.0;
+    return problems;
+  }
+
   std::vector<std::string> stability_cases() const override { return {"large", "mixed_scale"}; }
 
   void generate(const Problem& p, std::string_view input_case, std::mt19937_64& rng,
@@ -74,18 +92,30 @@ class Matmul final : public Op {
     }
   }
 
-  // Row i of C needs row i of A and all of B; iterating k then j walks B's rows contiguously.
+  // Row i of C needs row i of A and all of B; the loops walk B in its buffer's order (k then j
+  // for [K, N]; j then k, a dot product per output, for b_nk's [N, K]).
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
                  const std::vector<int64_t>& rows) const override {
     const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
     const double* a = in[0].data.data();
     const double* b = in[1].data.data();
     double* c = out[0].data.data();
+    const bool nk = b_nk(p);
     ops::for_each_row(m, rows, [&](int64_t i) {
       double* c_row = c + i * n;
+      const double* a_row = a + i * k;
+      if (nk) {
+        for (int64_t j = 0; j < n; ++j) {
+          const double* b_col = b + j * k;
+          double sum = 0.0;
+          for (int64_t kk = 0; kk < k; ++kk) sum += a_row[kk] * b_col[kk];
+          c_row[j] = sum;
+        }
+        return;
+      }
       std::fill(c_row, c_row + n, 0.0);
       for (int64_t kk = 0; kk < k; ++kk) {
-        const double a_ik = a[i * k + kk];
+        const double a_ik = a_row[kk];
         const double* b_row = b + kk * n;
         for (int64_t j = 0; j < n; ++j) c_row[j] += a_ik * b_row[j];
       }
@@ -113,11 +143,14 @@ class Matmul final : public Op {
       const double s = std::ldexp(1.0, exponent(rng));
       for (int64_t kk = 0; kk < k; ++kk) in[0].data[i * k + kk] *= s;
     }
+    const bool nk = b_nk(p);
     for (int64_t j = 0; j < n; ++j) {
       const double s = std::ldexp(1.0, exponent(rng));
-      for (int64_t kk = 0; kk < k; ++kk) in[1].data[kk * n + j] *= s;
+      for (int64_t kk = 0; kk < k; ++kk) in[1].data[nk ? j * k + kk : kk * n + j] *= s;
     }
   }
+
+  static bool b_nk(const Problem& p) { return p.param("b_nk", 0.0) != 0.0; }
 };
 
 }  // namespace

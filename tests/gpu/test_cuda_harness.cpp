@@ -84,6 +84,16 @@ TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
   }
 }
 
+// B as a Linear's [N, K] weight (b_nk = 1): the wgmma (K-major B tiles), mma and fp32 simt paths.
+TEST_F(CudaHarness, MatmulTakesALinearsWeightThroughEveryStage) {
+  for (const auto& [shape, dtype] : std::vector<std::pair<std::string, std::string>>{
+           {"1000x1000x200:b_nk=1", "fp16"}, {"300x520x72:b_nk=1", "bf16"}, {"257x130x96:b_nk=1", "fp32"}}) {
+    const auto j =
+        bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", dtype});
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << " " << dtype << "\n" << j.dump(2);
+  }
+}
+
 TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is its default
   const auto j =
       bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", "1000x256x520");

@@ -138,6 +138,27 @@ INSTANTIATE_TEST_SUITE_P(EveryOp, HostStarters,
                                            std::pair{"fused_mlp", "32x64x128"}),
                          [](const auto& param_info) { return std::string(param_info.param.first); });
 
+// matmul with B held as a Linear's [N, K] weight (b_nk = 1): every stage presents the transposed
+// view, so the starter (which reads the strides) passes them all, and a kernel that reads B as
+// row-major [K, N] is caught, while the same kernel passes on a plain B.
+TEST(Harness, MatmulOnALinearsWeightChecksTheTransposedView) {
+  const auto bench_matmul = [](const std::string& file, const std::string& shape, bool quick) {
+    std::vector<std::string> args{file,   "--op",    "matmul", "--backend",  "host", "--dtype",
+                                  "fp32", "--shape", shape,    "--max-time", "0.2"};
+    if (quick) args.push_back("--quick");  // smoke and the timed problem, in fp32 only
+    ProcessResult run;
+    return bench_json(args, 300, {}, &run);
+  };
+  const std::string starter = std::string(AK_SOURCE_DIR) + "/kernels/host/matmul.cpp";
+  const auto good = bench_matmul(starter, "96x80x64:b_nk=1", false);
+  EXPECT_EQ(good.value("status", ""), "PASS") << good.dump(2);
+  const auto wrong = bench_matmul(kernel("matmul_ignores_layout.cpp"), "96x80x64:b_nk=1", true);
+  EXPECT_EQ(wrong.value("status", ""), "FAIL") << wrong.dump(2);
+  EXPECT_EQ(wrong.value("stage", ""), "smoke") << wrong.dump(2);
+  const auto plain = bench_matmul(kernel("matmul_ignores_layout.cpp"), "96x80x64", true);
+  EXPECT_EQ(plain.value("status", ""), "PASS") << plain.dump(2);
+}
+
 // A diagnosis of the judge's clock: the user (never the kernel) may fix the number of timed slots.
 TEST(Harness, TimedSlotsFollowTheEnvironmentAndABadValueIsOneLine) {
   auto bench_with = [](const std::string& slots, ProcessResult* run) {

@@ -80,6 +80,21 @@ TEST(OpsReference, MatmulSquareAndRectangular) {
   EXPECT_EQ(r, (std::vector<double>{4, 5}));
 }
 
+TEST(OpsReference, MatmulReadsALinearsWeightInItsOwnOrder) {
+  // B = [[1 0] [0 1] [1 1]] (K=3, N=2) held as its transpose [[1 0 1] [0 1 1]].
+  const Problem p{{1, 2, 3}, {{"b_nk", 1}}};
+  EXPECT_EQ(reference("matmul", p, {{1, 2, 3}, {1, 0, 1, 0, 1, 1}})[0].data, (std::vector<double>{4, 5}));
+  const auto b = find_op("matmul").signature(p, DType::F16).inputs[1];
+  EXPECT_EQ(b.to_string(), "B fp16[3,2] (transposed view)");
+  EXPECT_EQ(b.strides(), (std::vector<int64_t>{1, 3}));
+  // Every stage problem of an experiment timed with b_nk holds B the same way.
+  const StageProblems stages = find_op("matmul").stage_problems_like(p);
+  EXPECT_EQ(stages.smoke.param("b_nk", 0), 1.0);
+  for (const auto* list : {&stages.sweep, &stages.stability, &stages.edge})
+    for (const Problem& q : *list) EXPECT_EQ(q.param("b_nk", 0), 1.0) << q.to_string();
+  EXPECT_EQ(find_op("matmul").stage_problems_like({{64, 64, 64}, {}}).smoke.param("b_nk", 0), 0.0);
+}
+
 TEST(OpsReference, RotaryRotatesHalvesByTheTableAngle) {
   // S=2, D=2: position 0 has angle 0, position 1 a quarter turn (cos 0, sin 1).
   const auto y = reference("rotary_embedding", {{1, 1, 2, 2}, {}}, {{1, 2, 1, 2}, {1, 0}, {0, 1}})[0].data;
