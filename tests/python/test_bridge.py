@@ -80,7 +80,7 @@ class Attribution(unittest.TestCase):
     def test_each_op_is_counted_once(self):
         model, x = Small(), torch.randn(64, 32)
         report = profile.scoped(model, (x,), lambda line: None)
-        self.assertEqual({(s.op, s.problem) for s in report.sites}, {("matmul", "64x16x32"), ("softmax", "64x16")})
+        self.assertEqual({(s.op, s.problem) for s in report.sites}, {("matmul", "64x16x32:b_nk=1"), ("softmax", "64x16")})
         with torch.profiler.profile() as prof:
             model(x)
         events = prof.events()
@@ -88,7 +88,7 @@ class Attribution(unittest.TestCase):
         own = sum(e.self_cpu_time_total for e in events if not e.name.startswith(profile.SCOPE))
         self.assertAlmostEqual(sum(e["us"] for e in entries), own, places=3)
         ours = {(e["op"], e["problem"], e["calls"]) for e in entries if e["op"]}
-        self.assertEqual(ours, {("matmul", "64x16x32", 1), ("softmax", "64x16", 1)})
+        self.assertEqual(ours, {("matmul", "64x16x32:b_nk=1", 1), ("softmax", "64x16", 1)})
         self.assertIn("aten::tanh", {e.get("aten") for e in entries})  # not ours: listed as unknown
 
 

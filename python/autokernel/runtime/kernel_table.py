@@ -105,7 +105,7 @@ class KernelTable:
         dtype = DTYPE_NAMES.get(first.dtype)
         if dtype is None:
             return None, f"dtype {first.dtype} is not one a kernel takes"
-        problem = spec.problem([tuple(t.shape) for t in tensors], scalars)
+        problem = spec.problem([tuple(t.shape) for t in tensors], scalars, spec.transposed(tensors))
         kernel = self.find(spec.name, problem, dtype, device_arch(first.device))
         if kernel is None:
             reason = f"no kernel checked for {problem} {dtype} on {device_arch(first.device)}"
@@ -114,20 +114,21 @@ class KernelTable:
 
     def run(self, spec, tensors, scalars):
         """The kernel's outputs for this call, or None when PyTorch must run it (counted)."""
-        key = (spec.name, *(t.shape for t in tensors), *(t.dtype for t in tensors), *(t.device for t in tensors),
-               *scalars)
+        key = (spec.name, *(t.shape for t in tensors), *(t.stride() for t in tensors), *(t.dtype for t in tensors),
+               *(t.device for t in tensors), *scalars)
         entry = self._memo.get(key)
         if entry is None:
             entry = self._memo[key] = self._resolve(spec, tensors, scalars) + (None,)
         kernel, detail, call = entry
         if kernel is None:
             return self._fallback(spec.name, detail, unexpected=not detail.startswith("no kernel"))
-        if not all(t.is_contiguous() for t in tensors):
+        transposed = spec.transposed(tensors)  # the problem says so: its kernel was checked on that view
+        if not all(t.is_contiguous() or i in transposed for i, t in enumerate(tensors)):
             return self._fallback(spec.name, "a non-contiguous input (kernels are checked on contiguous ones)",
                                   unexpected=True)
         device = tensors[0].device
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
-        if call is None:  # contiguous inputs of this shape: one layout, one struct
+        if call is None:  # inputs of this shape and layout: one struct
             call = kernel.launcher().prepare(tensors, outputs, scalars)
             self._memo[key] = (kernel, detail, call)
         code = kernel.launcher().launch(tensors, outputs, scalars, call)

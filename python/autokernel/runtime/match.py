@@ -36,10 +36,11 @@ class Match:
     scalars: list
     dtype: torch.dtype
     emit: Callable = field(repr=False)  # (Emitter) -> the node that replaces output
+    transposed: frozenset = frozenset()  # inputs emit passes as a transposed view (OpSpec.transposable)
 
     @property
     def problem(self):
-        return OPS[self.op].problem(self.shapes, self.scalars)
+        return OPS[self.op].problem(self.shapes, self.scalars, self.transposed)
 
     @property
     def dtype_name(self):

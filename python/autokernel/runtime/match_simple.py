@@ -23,7 +23,8 @@ def _last_dim(node, dim):
 
 def _product(node, a, b, bias, label, transposed=False):
     """a[..., K] @ b[K, N] (+ bias[N]) as the ABI's matmul on a viewed as [M, K]; with
-    `transposed`, b is held as [N, K] (a Linear's weight) and its transpose is the kernel's B."""
+    `transposed`, b is held as [N, K] (a Linear's weight) and the kernel's B is its transposed
+    view (problem param b_nk): no copy of the weight on each call."""
     if shape(a) is None or shape(b) is None or len(shape(b)) != 2 or len(shape(a)) < 2:
         return None
     k, n = shape(b)[::-1] if transposed else shape(b)
@@ -36,12 +37,13 @@ def _product(node, a, b, bias, label, transposed=False):
         return None
 
     def emit(e):
-        b_kn = e.contiguous(e(aten.t.default, b) if transposed else b)
+        b_kn = e(aten.t.default, e.contiguous(b)) if transposed else e.contiguous(b)
         (c,) = e.op("matmul", [e.rows(a, m, k), b_kn])
         y = e.reshape(c, shape(a)[:-1] + (n,))
         return y if bias is None else e(aten.add.Tensor, y, bias)
 
-    return Match("matmul", label, node, {node}, [(m, k), (k, n)], [], dtype(a), emit)
+    return Match("matmul", label, node, {node}, [(m, k), (k, n)], [], dtype(a), emit,
+                 transposed=frozenset({1}) if transposed else frozenset())
 
 
 def _matmul(node, info):

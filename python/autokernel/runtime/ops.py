@@ -3,7 +3,7 @@ ABI order (the C++ op's signature, src/ops/<op>.cpp), the problem dimensions rea
 shapes, and the outputs a call allocates. One table; tests/python/test_bridge.py checks it against
 the engine's own signatures (`autokernel ops --signature`), so the two cannot drift apart.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import torch
@@ -23,11 +23,22 @@ class OpSpec:
     params: Callable[[list, list], dict] = lambda shapes, scalars: {}
     # output dtypes; None: the dtype of the first input
     output_dtypes: Optional[tuple] = None
+    # inputs (ABI indices) a kernel also takes as the transposed view of a contiguous buffer, and
+    # the problem parameter that says so (matmul's B as a Linear's [N, K] weight: b_nk)
+    transposable: dict = field(default_factory=dict)
 
-    def problem(self, shapes, scalars):
-        """The engine's problem string, e.g. '4096x4096x4096' or '4x32x4096x128:causal=1,kv_heads=8'."""
+    def transposed(self, tensors):
+        """The indices of `tensors` passed as such a transposed view (2-D, not contiguous, whose
+        transpose is)."""
+        return frozenset(i for i in self.transposable
+                         if tensors[i].dim() == 2 and not tensors[i].is_contiguous() and tensors[i].t().is_contiguous())
+
+    def problem(self, shapes, scalars, transposed=frozenset()):
+        """The engine's problem string, e.g. '4096x4096x4096' or '4x32x4096x128:causal=1,kv_heads=8'
+        ('...:b_nk=1' for matmul's B given transposed)."""
         text = "x".join(str(int(d)) for d in self.dims(shapes))
-        params = self.params(shapes, scalars)
+        params = dict(self.params(shapes, scalars))
+        params.update({self.transposable[i]: 1.0 for i in transposed})
         if params:
             text += ":" + ",".join(f"{name}={value:g}" for name, value in sorted(params.items()))
         return text
@@ -64,7 +75,7 @@ OPS = {
     for spec in [
         OpSpec("matmul", ("A", "B"), ("C",), (),
                dims=lambda s: (s[0][0], s[1][1], s[0][1]),
-               output_shapes=lambda d: [(d[0], d[1])]),
+               output_shapes=lambda d: [(d[0], d[1])], transposable={1: "b_nk"}),
         OpSpec("softmax", ("x",), ("y",), (), dims=_rows, output_shapes=lambda d: [d]),
         OpSpec("layernorm", ("x", "weight", "bias"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d]),
         OpSpec("rmsnorm", ("x", "weight"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d]),
