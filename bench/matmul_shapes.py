@@ -67,6 +67,16 @@ def build(ak, op, config, workdir):
     return config, doc["module"], "PASS"
 
 
+def inputs_for(op, shape, dtype):
+    """compare.py's inputs for the shape; matmul's B held as a Linear's [N, K] weight (its
+    transposed view) when the shape says b_nk=1."""
+    args = make_inputs(op, [int(v) for v in shape.split(":")[0].split("x")], dtype)
+    if op == "matmul" and "b_nk=1" in shape:
+        a, b = args
+        args = (a, b.t().contiguous().t())
+    return args
+
+
 def measure(timer, op, module_path, shape, args, max_rel_error):
     """{"us", "rel_error"} of one module on one shape: its output (into a NaN-filled buffer)
     against PyTorch's in fp32, then its time; no time when the output is wrong."""
@@ -92,6 +102,7 @@ def main():
                    help="';'-separated configurations, each 'NAME=VALUE ...' (an empty one: the defaults)")
     p.add_argument("--dtypes", default="fp16")
     p.add_argument("--extra-shapes", default=None, help="default: the standard problems (EXTRA_SHAPES)")
+    p.add_argument("--b-nk", action="store_true", help="matmul: every B held as a Linear's [N, K] weight")
     p.add_argument("--json-out")
     a = p.parse_args()
     if not torch.cuda.is_available():
@@ -106,11 +117,12 @@ def main():
         print(f"[build] {config or '(defaults)'}: {note}", file=sys.stderr, flush=True)
     extra = a.extra_shapes if a.extra_shapes is not None else EXTRA_SHAPES[a.op]
     shapes = model_shapes(a.op) + [(s, "standard") for s in extra.split(",") if s]
+    if a.op == "matmul" and a.b_nk:  # B as the models hold it: a Linear's weight
+        shapes = [(s if "b_nk" in s else s + ":b_nk=1", where) for s, where in shapes]
     timer, rows = Timer(), []
     for shape, where in shapes:
         for dtype_name in a.dtypes.split(","):
-            dims = [int(v) for v in shape.split(":")[0].split("x")]
-            args = make_inputs(a.op, dims, TORCH_DTYPE[dtype_name])
+            args = inputs_for(a.op, shape, TORCH_DTYPE[dtype_name])
             row = {"shape": shape, "where": where, "dtype": dtype_name,
                    "torch_us": timer.median_us(FUNCTIONS[a.op](shape), args), "ours": {}}
             for config, module, _ in built:
