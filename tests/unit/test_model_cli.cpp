@@ -86,10 +86,11 @@ TEST(ModelCli, ExtractWritesThePlanWithTheModelsShapes) {
     EXPECT_EQ(k["dtype"], "fp32");
     shapes.insert(k["op"].get<std::string>() + " " + k["shape"].get<std::string>());
   }
-  // The model's own problems: 2x24 tokens of width 48, SwiGLU hidden 136, 4 heads of 12.
+  // The model's own problems: 2x24 tokens of width 48, SwiGLU hidden 136, 4 heads of 12; its
+  // Linear layers' weights go to matmul as they are held, [N, K] (b_nk).
   EXPECT_TRUE(shapes.contains("fused_mlp 48x48x136")) << plan.dump();
   EXPECT_TRUE(shapes.contains("rotary_embedding 2x4x24x12")) << plan.dump();
-  EXPECT_TRUE(shapes.contains("matmul 48x144x48")) << plan.dump();
+  EXPECT_TRUE(shapes.contains("matmul 48x144x48:b_nk=1")) << plan.dump();
 }
 
 TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
