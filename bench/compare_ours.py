@@ -69,15 +69,26 @@ def tuned_module(ak, backend, op, shape, dtype, budget):
     if not best:
         first = doc["trials"][0] if doc.get("trials") else {}
         return None, None, f"{first.get('status')} at {first.get('stage')}: {first.get('reason', '')[:160]}"
+    module, failure = checked_module(ak, backend, op, best["config"], shape, dtype)
+    if module is None:
+        return best, None, f"the tuned configuration did not rebuild: {failure}"
+    return best, module, best["config"] or "(defaults)"
+
+
+def checked_module(ak, backend, op, config, shape, dtype):
+    """(module path, None) of the starter with `config` ("NAME=VALUE ...") written in as its
+    defaults, built and passed by `autokernel bench --quick` on `shape`; (None, why) otherwise."""
+    kernel = kernel_path(backend, op)
     with tempfile.TemporaryDirectory() as tmp:
-        tuned = pathlib.Path(tmp) / kernel.name
-        tuned.write_text(with_defaults(kernel.read_text(), best["config"], backend))
-        run = subprocess.run([ak, "bench", str(tuned), "--op", op, "--shape", shape, "--dtype", dtype, "--quick",
+        configured = pathlib.Path(tmp) / kernel.name
+        configured.write_text(with_defaults(kernel.read_text(), config, backend))
+        run = subprocess.run([ak, "bench", str(configured), "--op", op, "--shape", shape, "--dtype", dtype, "--quick",
                               "--json"], capture_output=True, text=True)
     checked = _json_of(run)
     if not checked or checked.get("status") != "PASS" or not checked.get("module"):
-        return best, None, f"the tuned configuration did not rebuild: {(checked or {}).get('reason', run.stderr[-160:])}"
-    return best, checked["module"], best["config"] or "(defaults)"
+        reason = (checked or {}).get("reason") or (run.stdout + run.stderr).strip()[-160:]
+        return None, f"{(checked or {}).get('status', 'no result')}: {reason}"
+    return checked["module"], None
 
 
 def _outputs_and_scalars(op, args, shape):

@@ -21,14 +21,12 @@ import concurrent.futures
 import glob
 import json
 import pathlib
-import subprocess
 import sys
-import tempfile
 
 import torch
 
-from compare import FUNCTIONS, Timer, make_inputs
-from compare_ours import KernelModule, _outputs_and_scalars, with_defaults
+from compare import FUNCTIONS, TORCH_DTYPE, Timer, make_inputs
+from compare_ours import KernelModule, _outputs_and_scalars, checked_module
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHECK_SHAPE = {"matmul": "1000x1000x200", "fused_mlp": "1000x256x520", "flash_attention": "2x4x300x128:causal=1"}
@@ -36,7 +34,6 @@ EXTRA_SHAPES = {"matmul": "4096x4096x4096,8192x8192x8192", "fused_mlp": "4096x40
                 "flash_attention": "4x32x4096x128:causal=1,4x32x4096x128:causal=0"}
 # Relative error (2-norm) allowed against PyTorch in fp32: about the dtype's rounding of the output.
 MAX_REL_ERROR = {"fp16": 5e-3, "bf16": 1.5e-2}
-TORCH_DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def model_shapes(op):
@@ -51,20 +48,10 @@ def model_shapes(op):
     return list(seen.items())
 
 
-def build(ak, op, config, workdir):
+def build(ak, op, config):
     """(config, module path or None, note): the starter with `config` as its defaults, checked."""
-    kernel = ROOT / "kernels" / "cuda" / f"{op}.cu"
-    source = pathlib.Path(workdir) / f"{op}_{abs(hash(config))}.cu"
-    source.write_text(with_defaults(kernel.read_text(), config, "cuda"))
-    run = subprocess.run([ak, "bench", str(source), "--op", op, "--shape", CHECK_SHAPE[op], "--dtype", "fp16",
-                          "--quick", "--json"], capture_output=True, text=True)
-    try:
-        doc = json.loads(run.stdout[run.stdout.index("{"):])
-    except ValueError:
-        return config, None, (run.stdout + run.stderr).strip()[-200:]
-    if doc.get("status") != "PASS":
-        return config, None, f"{doc.get('status')}: {doc.get('reason', '')[:160]}"
-    return config, doc["module"], "PASS"
+    module, failure = checked_module(ak, "cuda", op, config, CHECK_SHAPE[op], "fp16")
+    return config, module, failure or "PASS"
 
 
 def inputs_for(op, shape, dtype):
@@ -109,10 +96,9 @@ def main():
         sys.exit("matmul_shapes.py: no CUDA GPU visible to PyTorch")
     torch.backends.cuda.matmul.allow_tf32 = False
     configs = [c.strip() for c in a.configs.split(";")]  # an empty one: the starter's defaults
-    with tempfile.TemporaryDirectory() as tmp:
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:  # compiles only: the cache keeps them
-            list(pool.map(lambda c: build(a.ak, a.op, c, tmp), configs))
-        built = [build(a.ak, a.op, c, tmp) for c in configs]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:  # compiles only: the cache keeps them
+        list(pool.map(lambda c: build(a.ak, a.op, c), configs))
+    built = [build(a.ak, a.op, c) for c in configs]
     for config, module, note in built:
         print(f"[build] {config or '(defaults)'}: {note}", file=sys.stderr, flush=True)
     extra = a.extra_shapes if a.extra_shapes is not None else EXTRA_SHAPES[a.op]

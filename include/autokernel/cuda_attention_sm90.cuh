@@ -3,7 +3,7 @@
 // with the A operand in registers, the kernel attention_wgmma (block layout, shared-memory layout
 // and per-tile pipeline described at its pieces below) and launch<T>, which answers
 // AK_ERR_UNSUPPORTED for what it cannot take. Barriers, descriptors and the shared-operand wgmma
-// come from cuda_gemm_sm90.cuh.
+// come from cuda_sm90.cuh.
 //
 // Register A operand of wgmma.m64nNk16 with 16-bit inputs (PTX ISA, "Register fragments and
 // shared memory matrix layouts", wgmma A): warp w of the warpgroup holds rows 16 w .. 16 w + 15
@@ -14,7 +14,8 @@
 #pragma once
 
 #include "autokernel/cuda_attention.cuh"
-#include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_sm90.cuh"
 
 namespace ak_attention_sm90 {
 

@@ -221,13 +221,15 @@ inline bool usable_transposed(const ak_tensor& t) {
          (t.shape[0] == 1 || t.strides[0] == 1) && (t.shape[1] == 1 || t.strides[1] == t.shape[0]);
 }
 
-// The call has exactly these counts and every tensor is usable.
-inline bool valid_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
+// The call has exactly these counts and every tensor is usable; input `transposable` (if any)
+// may instead be usable_transposed.
+inline bool valid_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars,
+                       int transposable = -1) {
   if (call == nullptr || call->abi_version != AK_ABI_VERSION) return false;
   if (call->n_inputs != n_inputs || call->n_outputs != n_outputs || call->n_scalars != n_scalars)
     return false;
   for (int i = 0; i < n_inputs; ++i)
-    if (!usable(call->inputs[i])) return false;
+    if (!usable(call->inputs[i]) && !(i == transposable && usable_transposed(call->inputs[i]))) return false;
   for (int i = 0; i < n_outputs; ++i)
     if (!usable(call->outputs[i])) return false;
   return true;

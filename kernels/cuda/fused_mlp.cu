@@ -2,7 +2,7 @@
 // Inputs x[M, D], w_gate[F, D], w_up[F, D], w_down[D, F] (torch.nn.Linear layout: inner strides
 // 1, row strides free, w_gate and w_up with the same row stride); output y[M, D] of x's dtype; no
 // scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, D, F >= 1.
-// Machinery in include/autokernel/cuda_gemm.cuh.
+// Machinery in include/autokernel/cuda_gemm.cuh, cuda_gemm_sm90.cuh and cuda_gemm_simt.cuh.
 //
 // Two launches on the stream, with the intermediate h[M, F] in a stream-ordered workspace
 // (cudaMallocAsync / cudaFreeAsync) of x's dtype, rounded once as PyTorch eager rounds it:
@@ -55,6 +55,7 @@
 // @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_N == 128 && BLOCK_K == 64 && STAGES >= 3)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 
 #ifndef BLOCK_M

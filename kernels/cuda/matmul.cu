@@ -1,10 +1,10 @@
 // matmul, CUDA: C[i, j] = sum_k A[i, k] * B[k, j], fp32 accumulation, C rounded once.
-// Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free; or B the transposed view
-// of an [N, K] buffer, a Linear's weight: strides 1 and ldb >= K, problem param b_nk = 1); output
-// C[M, N] of A's dtype; no scalars. Every variant below takes both layouts of B (fp32's [N, K]
-// through the simt tile of cuda_gemm.cuh, without split-K). fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no
-// TF32), any M, N, K >= 1. Machinery in include/autokernel/cuda_gemm.cuh (fp16/bf16) and cuda_gemm_fp32.cuh
-// (fp32).
+// Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free; or B the transposed
+// view of an [N, K] buffer, a Linear's weight: strides 1 and ldb >= K, problem param b_nk = 1);
+// output C[M, N] of A's dtype; no scalars. Every variant below takes both layouts of B (fp32's
+// [N, K] through the simt tile of cuda_gemm_simt.cuh, without split-K). fp16, bf16 and fp32
+// (fp32 stays fp32: FFMA, no TF32), any M, N, K >= 1. Machinery in include/autokernel/
+// cuda_gemm.cuh (fp16/bf16), cuda_gemm_sm90.cuh (wgmma) and cuda_gemm_fp32.cuh (fp32).
 //
 // Variants, picked per call:
 //   mma     fp16/bf16: one BLOCK_M x BLOCK_N tile of C per block, WARPS_M x WARPS_N warps, each
@@ -77,8 +77,11 @@
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
+#include <optional>
+
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_fp32.cuh"
+#include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 
 #ifndef BLOCK_M
@@ -129,14 +132,19 @@ bool is_transposed_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
   return (rows == 1 || t.strides[0] == 1) && t.strides[1] >= rows;
 }
 
-bool shapes_fit(const ak_call* call) {
+// How B is stored, when the call's shapes and strides fit at all.
+std::optional<BLayout> layout_of(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
   const ak_tensor& b = call->inputs[1];
   const ak_tensor& c = call->outputs[0];
-  if (a.ndim != 2 || b.ndim != 2) return false;
+  if (a.ndim != 2 || b.ndim != 2) return std::nullopt;
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
-  if (m < 1 || n < 1 || k < 1 || m > INT_MAX - 512 || n > INT_MAX - 512 || k > INT_MAX - 512) return false;
-  return is_matrix(a, m, k) && (is_matrix(b, k, n) || is_transposed_matrix(b, k, n)) && is_matrix(c, m, n);
+  if (m < 1 || n < 1 || k < 1 || m > INT_MAX - 512 || n > INT_MAX - 512 || k > INT_MAX - 512)
+    return std::nullopt;
+  if (!is_matrix(a, m, k) || !is_matrix(c, m, n)) return std::nullopt;
+  if (is_matrix(b, k, n)) return BLayout::KN;
+  if (is_transposed_matrix(b, k, n)) return BLayout::NK;
+  return std::nullopt;
 }
 
 static_assert(BLOCK_N != 0 || WGMMA != 0, "BLOCK_N = 0 (picked per call) is a wgmma tile width");
@@ -202,12 +210,10 @@ extern "C" int ak_launch(const ak_call* call) {
   if (call == nullptr || call->abi_version != AK_ABI_VERSION) return AK_ERR_UNSUPPORTED;
   if (call->n_inputs != 2 || call->n_outputs != 1) return AK_ERR_UNSUPPORTED;
   const int32_t dtype = call->inputs[0].dtype;
-  if (call->inputs[1].dtype != dtype || call->outputs[0].dtype != dtype || !shapes_fit(call))
-    return AK_ERR_UNSUPPORTED;
-  const ak_tensor& b = call->inputs[1];
-  const bool nk = !is_matrix(b, b.shape[0], b.shape[1]);  // then is_transposed_matrix (shapes_fit)
+  const std::optional<BLayout> layout = layout_of(call);
+  if (call->inputs[1].dtype != dtype || call->outputs[0].dtype != dtype || !layout) return AK_ERR_UNSUPPORTED;
   return ak_cuda::dispatch_float_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return nk ? launch<T, BLayout::NK>(call) : launch<T, BLayout::KN>(call);
+    return *layout == BLayout::NK ? launch<T, BLayout::NK>(call) : launch<T, BLayout::KN>(call);
   });
 }

@@ -80,7 +80,7 @@ template <class T>
 int matmul(const ak_call* call) {
   const ak_tensor& a = call->inputs[0];
   const ak_tensor& b = call->inputs[1];
-  const bool b_nk = !usable(b);  // then usable_transposed (ak_launch checked one of the two)
+  const bool b_nk = !usable(b);  // then usable_transposed (valid_call)
   const Dims dims{a.shape[0], b.shape[1], a.shape[1], b_nk};
   if (a.ndim != 2 || !has_shape(b, {dims.k, dims.n}) || !has_shape(call->outputs[0], {dims.m, dims.n}))
     return AK_ERR_UNSUPPORTED;
@@ -111,9 +111,7 @@ int matmul(const ak_call* call) {
 }  // namespace
 
 extern "C" int ak_launch(const ak_call* call) {
-  if (call == nullptr || call->abi_version != AK_ABI_VERSION || call->n_inputs != 2 || call->n_outputs != 1 ||
-      call->n_scalars != 0 || !usable(call->inputs[0]) || !usable(call->outputs[0]) ||
-      !(usable(call->inputs[1]) || usable_transposed(call->inputs[1])) ||
+  if (!valid_call(call, 2, 1, 0, /*transposable=*/1) ||
       !all_dtype({&call->inputs[1], &call->outputs[0]}, call->inputs[0].dtype))
     return AK_ERR_UNSUPPORTED;
   return guarded([&] {

@@ -105,11 +105,15 @@ class KernelTable:
         dtype = DTYPE_NAMES.get(first.dtype)
         if dtype is None:
             return None, f"dtype {first.dtype} is not one a kernel takes"
-        problem = spec.problem([tuple(t.shape) for t in tensors], scalars, spec.transposed(tensors))
+        transposed = spec.transposed(tensors)
+        problem = spec.problem([tuple(t.shape) for t in tensors], scalars, transposed)
         kernel = self.find(spec.name, problem, dtype, device_arch(first.device))
         if kernel is None:
             reason = f"no kernel checked for {problem} {dtype} on {device_arch(first.device)}"
             return None, reason
+        # The layout a kernel was checked on: contiguous, or the transposed view its problem names.
+        if not all(t.is_contiguous() or i in transposed for i, t in enumerate(tensors)):
+            return None, "a non-contiguous input (kernels are checked on contiguous ones)"
         return kernel, [(tuple(o.shape), o.dtype) for o in spec.allocate([t.to("meta") for t in tensors])]
 
     def run(self, spec, tensors, scalars):
@@ -122,10 +126,6 @@ class KernelTable:
         kernel, detail, call = entry
         if kernel is None:
             return self._fallback(spec.name, detail, unexpected=not detail.startswith("no kernel"))
-        transposed = spec.transposed(tensors)  # the problem says so: its kernel was checked on that view
-        if not all(t.is_contiguous() or i in transposed for i, t in enumerate(tensors)):
-            return self._fallback(spec.name, "a non-contiguous input (kernels are checked on contiguous ones)",
-                                  unexpected=True)
         device = tensors[0].device
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
         if call is None:  # inputs of this shape and layout: one struct
