@@ -15,13 +15,16 @@ IEEE precision (never a silent TF32).
 """
 import argparse
 import json
-import multiprocessing
 import os
 import pathlib
+import pickle
 import re
 import sys
+import tempfile
 import time
+import traceback
 
+from autokernel_sandbox import Unconfined, confine_unless_trusted
 from autokernel_triton.spec import SpecError, kernel_line, load_module, parse_spec
 from autokernel_triton.launcher import write_launcher
 
@@ -199,9 +202,56 @@ def _line_of(spec, text, launch):
     return spec.locator.line(text, spec.locator.name_line(launch.name))
 
 
+def _confine(out):
+    """From here on the file's code may change nothing but `out` (autokernel_sandbox): Triton's cache
+    and temporary files (ptxas's) go beneath it too."""
+    for variable, directory in (("TMPDIR", out / "tmp"), ("TRITON_CACHE_DIR", out / "triton-cache")):
+        directory.mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(directory)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    try:
+        confine_unless_trusted([str(out)])
+    except Unconfined as e:
+        raise SpecError(1, f"refusing to run this kernel file's code unconfined: {e.strerror} "
+                           f"(AUTOKERNEL_UNCONFINED=1 runs a trusted file without it)") from None
+
+
+def _compile_in_forks(workers, arch_number):
+    """Every job compiled once across `workers` forked processes, each sending its results back
+    pickled on a pipe. (Not a multiprocessing pool: its locks are POSIX semaphores, files in
+    /dev/shm, which the confined compiler may not create.)"""
+    children = []
+    for worker in range(workers):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            code = 0
+            try:
+                results = [_compile(i, arch_number) for i in range(worker, len(_JOBS), workers)]
+                with os.fdopen(write_end, "wb") as channel:
+                    pickle.dump(results, channel)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        os.close(write_end)
+        children.append((pid, read_end))
+    results = []
+    for pid, read_end in children:  # each child writes only its own pipe: reading in turn cannot block
+        with os.fdopen(read_end, "rb") as channel:
+            data = channel.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            raise SpecError(1, f"a compiler worker failed (wait status {status})")
+        results.extend(pickle.loads(data))
+    return results
+
+
 def build(source, out, arch, defines, max_workers, write_ptx=False):
     start = time.time()
     check_aot_path()
+    _confine(out)
     module, tree = load_module(source, defines)
     spec = parse_spec(source, module, tree)
     spec.module = module
@@ -214,8 +264,7 @@ def build(source, out, arch, defines, max_workers, write_ptx=False):
     if workers == 1:
         results = [_compile(i, arch_number) for i in range(len(_JOBS))]
     else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.starmap(_compile, [(i, arch_number) for i in range(len(_JOBS))])
+        results = _compile_in_forks(workers, arch_number)
     cubins = []
     for index, result in sorted(results, key=lambda r: r[0]):
         launch, dtype, aligned = _JOBS[index]

@@ -198,9 +198,7 @@ TritonBuild build_triton_module(const BuildRequest& r, const fs::path& output) {
   };
   ProcessOptions options;
   options.timeout = left();
-  options.env = {{"PYTHONPATH", (project_dir() / "python").string()},
-                 {"TRITON_CACHE_DIR", (cache_dir() / "triton").string()},
-                 {"TRITON_DEFAULT_FP_FUSION", "1"}};
+  options.env = {{"PYTHONPATH", (project_dir() / "python").string()}, {"TRITON_DEFAULT_FP_FUSION", "1"}};
   const std::string name = r.source.filename().string();
   TritonBuild build;
   const ProcessResult aot = run_process(triton_compile_command(r, work.path()), options);

@@ -75,6 +75,29 @@ class Exploits(unittest.TestCase):
         record = judge("reads_judge", trials=1)
         self.assertEqual(record["status"], "PASS", record["reason"])
 
+    def test_the_solution_changes_nothing_outside_its_own_directories(self):
+        # The solution tries to open the judge's code for writing, to plant a file in the caches the
+        # references compile into, to signal the judge and to run a shell that writes; its forward
+        # fails if any of it worked. Unconfined (a trusted solution's opt-out) it gets out: the test
+        # can tell.
+        import os
+        from autokernel.kernelbench.evaluate import reference_caches_dir
+        planted = os.path.join(reference_caches_dir(), "planted-by-a-solution")
+        record = judge("changes_the_judge", trials=1)
+        self.assertEqual(record["status"], "PASS", record["reason"])
+        self.assertFalse(os.path.exists(planted))
+        os.environ["AUTOKERNEL_UNCONFINED"] = "1"
+        try:
+            record = judge("changes_the_judge", trials=1)
+        finally:
+            del os.environ["AUTOKERNEL_UNCONFINED"]
+            for leftover in (planted, planted + ".sh"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+        self.assertEqual(record["status"], "CRASH", record["reason"])
+        self.assertIn("escaped: opened the judge's code for writing, planted a file in the references' caches, "
+                      "signalled the judge", record["reason"])
+
 
 class Clock(unittest.TestCase):
     def test_an_honest_solution_passes_and_is_timed_by_one_method_for_every_model(self):

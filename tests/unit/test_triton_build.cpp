@@ -164,5 +164,56 @@ TEST(TritonBuild, BadFilesAreOneLineCompileErrorsAtTheirLine) {
   expect_compile_error(tuned, 1, "no module-level `BLOCK_N = ...`", {{"BLOCK_N", "4096"}});
 }
 
+// A kernel file is Python, and it runs in the compiler: a hostile one tries, at load time, what
+// would change a later verdict (a file beside the kernel, a module planted in the engine's cache,
+// a shell, a signal to the engine, a socket), every name built at run time. It fails its own
+// build if any of that worked, so a build that succeeds means the compiler confined it.
+const char* const kEscapes = R"(import importlib as _i
+_o, _s = _i.import_module("o" + "s"), _i.import_module("sock" + "et")
+_escaped = []
+def _try(name, action):
+    try:
+        action()
+        _escaped.append(name)
+    except OSError:
+        pass
+_try("wrote beside the kernel", lambda: open(MARKERS + "/written", "w").write("x"))
+_try("planted in the cache", lambda: open(_o.environ["AUTOKERNEL_CACHE"] + "/planted", "w").write("x"))
+_try("signalled the engine", lambda: getattr(_o, "ki" + "ll")(_o.getppid(), 0))
+_try("bound a socket", lambda: _s.socket().bind(("127.0.0.1", 0)))
+if getattr(_o, "sys" + "tem")("touch " + MARKERS + "/by_shell 2>/dev/null") == 0:
+    _escaped.append("ran a shell that wrote")
+if _escaped:
+    raise SystemExit("escaped: " + ", ".join(_escaped))
+)";
+
+TEST(TritonBuild, AKernelFilesCodeChangesNothingOutsideItsBuild) {
+  const fs::path markers = test::scratch_dir("triton-escape-markers");
+  const fs::path file =
+      broken_copy("escapes", "import triton\n",
+                  "MARKERS = \"" + markers.string() + "\"\n" + kEscapes + "import triton\n");
+  const fs::path planted = cache_dir() / "planted";
+  BuildResult build;
+  BUILD_OR_SKIP(build, file);  // fails, naming what escaped, unless the compiler confined the file
+  EXPECT_TRUE(fs::is_empty(markers));
+  EXPECT_FALSE(fs::exists(planted));
+
+  // The same file unconfined (a trusted file's opt-out) gets out: the test can tell.
+  ::setenv("AUTOKERNEL_UNCONFINED", "1", 1);
+  std::string unconfined;
+  try {
+    build_or_skip(file, {{"BLOCK_N", "4096"}});
+  } catch (const Error& e) {
+    unconfined = e.what();
+  }
+  ::unsetenv("AUTOKERNEL_UNCONFINED");
+  EXPECT_NE(unconfined.find("escaped: wrote beside the kernel, planted in the cache, signalled the engine"),
+            std::string::npos)
+      << unconfined;
+  fs::remove(planted);
+  fs::remove_all(markers);
+  fs::remove_all(file.parent_path());
+}
+
 }  // namespace
 }  // namespace ak

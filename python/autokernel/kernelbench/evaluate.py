@@ -89,12 +89,23 @@ class Rounds:
                 raise Rejected("INCORRECT", f"timed call {check + 1} of {count}: {result.reason}", phase)
 
 
+def _cache_root():
+    cache = os.environ.get("AUTOKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autokernel")
+    return os.path.join(cache, "kernelbench")
+
+
 def default_extensions_dir(solution):
     """load_inline's build directory, per solution source: an unchanged solution builds once, and two
     solutions never share (or clobber) a module of the same name."""
-    cache = os.environ.get("AUTOKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "autokernel")
     digest = hashlib.sha256(pathlib.Path(solution).read_bytes()).hexdigest()[:24]
-    return os.path.join(cache, "kernelbench", "extensions", digest)
+    return os.path.join(_cache_root(), "extensions", digest)
+
+
+def reference_caches_dir():
+    """Inductor's and Triton's caches for the references' processes, shared across problems (a
+    compiled reference stays warm) and out of every solution's reach: a solution that could write
+    them could slow the baseline it is compared with."""
+    return os.path.join(_cache_root(), "reference-caches")
 
 
 def evaluate(problem, solution, options, progress=lambda line: None):
@@ -183,7 +194,7 @@ def _baseline(judge, mode, options, flush):
     solver = None
     try:
         solver, _ = judge.spawn(judge.loaded.problem.path, "Model", mode, False, options.build_timeout_s,
-                                f"reference-{mode}")
+                                f"reference-{mode}", caches=reference_caches_dir())
         settings = options.settings
         judge.trials(solver, 1, options.build_timeout_s, settings.call_timeout_s, options.late_ms, gate=False)
         return measure(solver, Rounds(judge), settings, flush, f"timing the reference ({mode})")

@@ -171,19 +171,29 @@ class Judge:
 
     # --- a solution process ----------------------------------------------------------------
 
-    def spawn(self, module, class_name, mode, guard, build_timeout, log_name, extensions_dir=None):
+    def spawn(self, module, class_name, mode, guard, build_timeout, log_name, extensions_dir=None, caches=None):
+        """A solution process for `module`, confined (autokernel_sandbox) to change nothing but its own
+        directory under the judge's, `extensions_dir` (load_inline's builds) and `caches` (the compilers'
+        caches; default: its own directory), before any of the module's code runs."""
         plan = {"nonce": secrets.token_hex(8), "device": str(self.device), "dtype": self.precision_name
                 .replace("fp32", "float32").replace("fp16", "float16").replace("bf16", "bfloat16"),
                 "module": str(module), "class_name": class_name, "problem": str(self.loaded.problem.path),
                 "init_seed": INIT_SEED, "shrink": self.shrink, "mode": mode, "guard": guard, "slots": self.slot_handles,
                 "probe": self.probe_handle, "probe_key_seed": self.public_seed,
                 "output_specs": self.output_specs}
+        cwd = os.path.join(self.workdir, log_name)
+        caches = str(caches or cwd)
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   PYTHONUNBUFFERED="1", CUDA_MODULE_LOADING="LAZY")
+                   PYTHONUNBUFFERED="1", CUDA_MODULE_LOADING="LAZY", TMPDIR=os.path.join(cwd, "tmp"),
+                   TRITON_CACHE_DIR=os.path.join(caches, "triton"),
+                   TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
+                   CUDA_CACHE_PATH=os.path.join(caches, "nv"))
+        plan["writable"] = [cwd, caches]
         if extensions_dir:
             env["TORCH_EXTENSIONS_DIR"] = str(extensions_dir)
-        cwd = os.path.join(self.workdir, log_name)
-        os.makedirs(cwd, exist_ok=True)
+            plan["writable"].append(str(extensions_dir))
+        for directory in plan["writable"] + [env["TMPDIR"]]:
+            os.makedirs(directory, exist_ok=True)
         solver = SolverProcess(plan, os.path.join(self.workdir, log_name + ".log"), env, cwd)
         started = time.monotonic()
         answer = solver.expect(plan["nonce"], build_timeout)

@@ -25,7 +25,9 @@ import traceback
 import torch
 
 from . import buffers, guard, problems
-from .isolation import die_with_parent, drop_capabilities
+from autokernel_sandbox import Unconfined, confine_unless_trusted
+
+from .isolation import die_with_parent
 
 
 class Failure(Exception):
@@ -185,7 +187,11 @@ def main(argv):
 
     try:
         solver = Solver(plan)  # the judge's buffers opened (CUDA IPC) with whatever rights that takes,
-        drop_capabilities()  # then every capability dropped, before any of the solution's code runs
+        try:  # then every capability dropped and the process confined, before any of the solution's code runs
+            confine_unless_trusted(plan["writable"])
+        except Unconfined as e:
+            raise Failure("sandbox", f"refusing to run the solution unconfined: {e.strerror} "
+                                     "(AUTOKERNEL_UNCONFINED=1 runs trusted code without it)") from None
         solver.load()
     except Failure as failure:
         fail(failure, plan["nonce"])
