@@ -1,4 +1,4 @@
-// The wgmma variant of kernels/cuda/flash_attention.cu (sm_90a only, fp16/bf16, D = 128), in the
+// The wgmma variant of kernels/cuda/flash_attention.cu (sm_90a only, fp16/bf16, D = 64 or 128), in the
 // FlashAttention-3 shape: 4-d tensor maps over strided [B, H, S, D] views and their TMA loads, wgmma
 // with the A operand in registers, the kernel attention_wgmma (block layout, shared-memory layout
 // and per-tile pipeline described at its pieces below) and launch<T>, which answers
@@ -55,22 +55,27 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-#define AK_WGMMA_RS(TYPE)                                                                \
-  asm volatile(                                                                          \
-      "{\n .reg .pred p;\n setp.ne.b32 p, %68, 0;\n"                                     \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" AK_WGMMA_REGS_64 \
-      "}, {%64, %65, %66, %67}, %69, p, 1, 1, 1;\n}\n"                                   \
-      : AK_WGMMA_OUTS_64(d)                                                              \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(1), "l"(b))
+#define AK_WGMMA_RS(N, REGS, A0, A1, A2, A3, SCALE, B, TYPE)                                             \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" #SCALE                                             \
+               ", 0;\n"                                                                                  \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" AK_WGMMA_REGS_##REGS \
+               "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, 1;\n}\n"                  \
+               : AK_WGMMA_OUTS_##REGS(d)                                                                 \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(1), "l"(b))
 
-// d (64 x 128 per warpgroup, fp32) += A (64 x 16 in registers) * B (16 x 128, MN-major in shared
-// memory: the descriptor's transpose bit is set).
-template <typename T>
-__device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
-  if constexpr (std::is_same_v<T, __half>)
-    AK_WGMMA_RS("f16");
-  else
-    AK_WGMMA_RS("bf16");
+// d (64 x N per warpgroup, fp32) += A (64 x 16 in registers) * B (16 x N, MN-major in shared
+// memory: the descriptor's transpose bit is set); N = D, 64 or 128.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b) {
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+  if constexpr (N == 64) {
+    if constexpr (kHalf) AK_WGMMA_RS(64, 32, 32, 33, 34, 35, 36, 37, "f16");
+    if constexpr (!kHalf) AK_WGMMA_RS(64, 32, 32, 33, 34, 35, 36, 37, "bf16");
+  } else {
+    static_assert(N == 128, "P V is 64 or 128 columns wide");
+    if constexpr (kHalf) AK_WGMMA_RS(128, 64, 64, 65, 66, 67, 68, 69, "f16");
+    if constexpr (!kHalf) AK_WGMMA_RS(128, 64, 64, 65, 66, 67, 68, 69, "bf16");
+  }
 }
 #undef AK_WGMMA_RS
 
@@ -88,20 +93,27 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[64], const uint32_t (&
 #ifndef AK_ATTENTION_PINGPONG
 #define AK_ATTENTION_PINGPONG 0
 #endif
-constexpr int kRows = 128, kKeys = 128, kDim = 128, kThreads = 384, kConsumerWarps = 8,
-              kStages = AK_ATTENTION_KV_STAGES;
+constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0;
 
-// Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle:
-//   Q        2 slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
-//   stage s  K: 2 slabs as Q (K-major B operand); V: 4 boxes of 64 keys x 64 columns, box
-//            (key half kh, column half dh) at 16384 kh + 8192 dh (MN-major B operand: LBO 8192
-//            to the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
+// Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
+// dimension D (64 or 128) in D / 64 slabs of 64 columns:
+//   Q        the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
+//   stage s  K: slabs as Q (K-major B operand); V: boxes of 64 keys x 64 columns, box (key half
+//            kh, column slab dh) at kh * kVHalfBytes + 8192 dh (MN-major B operand: LBO 8192 to
+//            the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
 //   barriers q_full, full[kStages], empty[kStages]
-constexpr int kSlabBytes = 128 * 128, kQBytes = 2 * kSlabBytes, kKBytes = 2 * kSlabBytes;
-constexpr int kStageBytes = kKBytes + 4 * 8192;
-constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (1 + 2 * kStages) * 8 + 1024;
-static_assert(kStages >= 2 && kSmemBytes <= 232448, "the K/V ring must fit the 227 KB a block may opt into");
+constexpr int kSlabBytes = 128 * 128, kBoxBytes = 64 * 128;
+template <int D>
+struct Layout {
+  static_assert(D == 64 || D == 128, "the wgmma variant takes D = 64 or 128");
+  static constexpr int kSlabs = D / 64, kQBytes = kSlabs * kSlabBytes, kKBytes = kQBytes;
+  static constexpr int kVHalfBytes = kSlabs * kBoxBytes;  // the boxes of 64 keys across D
+  static constexpr int kStageBytes = kKBytes + 2 * kVHalfBytes;
+  static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (1 + 2 * kStages) * 8 + 1024;
+  static_assert(kStages >= 2 && kSmemBytes <= 232448,
+                "the K/V ring must fit the 227 KB a block may opt into");
+};
 
 struct Problem {
   int seq, group;
@@ -114,22 +126,26 @@ struct Out {
   int64_t sb, sh, ss;
 };
 
+template <int D>
 __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
                                         uint32_t smem, uint32_t bars, int m0, int n_tiles, int h, int kv_h,
                                         int b) {
+  using L = Layout<D>;
   const uint32_t q_full = bars;
-  mbar_arrive_expect_tx(q_full, kQBytes);
-  for (int dh = 0; dh < 2; ++dh) tma_load_4d(smem + dh * kSlabBytes, mq, dh * 64, m0, h, b, q_full);
+  mbar_arrive_expect_tx(q_full, L::kQBytes);
+  for (int dh = 0; dh < L::kSlabs; ++dh) tma_load_4d(smem + dh * kSlabBytes, mq, dh * 64, m0, h, b, q_full);
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int stage = tile % kStages;
     const uint32_t full = bars + (1 + stage) * 8, empty = bars + (1 + kStages + stage) * 8;
     mbar_wait(empty, ((tile / kStages) & 1) ^ 1);  // a fresh barrier counts its previous phase as done
-    mbar_arrive_expect_tx(full, kStageBytes);
-    const uint32_t k = smem + kQBytes + stage * kStageBytes, v = k + kKBytes;
-    for (int dh = 0; dh < 2; ++dh) tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, b, full);
+    mbar_arrive_expect_tx(full, L::kStageBytes);
+    const uint32_t k = smem + L::kQBytes + stage * L::kStageBytes, v = k + L::kKBytes;
+    for (int dh = 0; dh < L::kSlabs; ++dh)
+      tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, b, full);
     for (int kh = 0; kh < 2; ++kh)
-      for (int dh = 0; dh < 2; ++dh)
-        tma_load_4d(v + kh * 16384 + dh * 8192, mv, dh * 64, tile * kKeys + kh * 64, kv_h, b, full);
+      for (int dh = 0; dh < L::kSlabs; ++dh)
+        tma_load_4d(v + kh * L::kVHalfBytes + dh * kBoxBytes, mv, dh * 64, tile * kKeys + kh * 64, kv_h, b,
+                    full);
   }
 }
 
@@ -140,10 +156,11 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
 // Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T and then O += P(t) V(t), and runs
 // the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores; O is rescaled only after
 // that group has completed, and P(t + 1) replaces P(t) in registers only then as well.
-template <typename T>
+template <typename T, int D>
 struct Consumer {
+  using L = Layout<D>;
   int c, warp, lane;
-  float o[64];
+  float o[D / 2];
   uint32_t pa[kKeys / 16][4];  // P of the tile in flight, as the register A operand
   float rescale[2];            // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
@@ -181,7 +198,7 @@ struct Consumer {
   // Once no P V is in flight: O *= rescale, and P = s in 16 bits.
   __device__ __forceinline__ void take(const float (&s)[64]) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] *= rescale[(i / 2) & 1];
+    for (int i = 0; i < D / 2; ++i) o[i] *= rescale[(i / 2) & 1];
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
 #pragma unroll
@@ -192,7 +209,7 @@ struct Consumer {
 #pragma unroll
     for (int i = 0; i < 64; ++i) s[i] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < kDim / 16; ++kk) {
+    for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t step = (kk / 4) * kSlabBytes + (kk % 4) * 32;
       wgmma<T, 128, false>(s, smem_desc(q + c * 8192 + step, 16, 1024), smem_desc(k + step, 16, 1024));
     }
@@ -202,7 +219,8 @@ struct Consumer {
   __device__ __forceinline__ void issue_pv(uint32_t v) {
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
-      wgmma_rs_trans<T>(o, pa[kk], smem_desc(v + (kk / 4) * 16384 + (kk % 4) * 2048, 8192, 1024));
+      wgmma_rs_trans<T, D>(o, pa[kk],
+                           smem_desc(v + (kk / 4) * L::kVHalfBytes + (kk % 4) * 2048, kBoxBytes, 1024));
     wgmma_commit();
   }
 
@@ -212,7 +230,7 @@ struct Consumer {
   }
   __device__ __forceinline__ void settle_pv() {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) fence_register(o[i]);
+    for (int i = 0; i < D / 2; ++i) fence_register(o[i]);
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
 #pragma unroll
@@ -235,7 +253,7 @@ struct Consumer {
   __device__ __forceinline__ void run(uint32_t smem, uint32_t bars, const Problem& p, int m0, int n_tiles,
                                       int active) {
     const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
-    const auto key_tile = [&](int tile) { return smem + kQBytes + (tile % kStages) * kStageBytes; };
+    const auto key_tile = [&](int tile) { return smem + L::kQBytes + (tile % kStages) * L::kStageBytes; };
     const auto wait_full = [&](int tile) {
       mbar_wait(bars + (1 + tile % kStages) * 8, (tile / kStages) & 1);
     };
@@ -263,7 +281,7 @@ struct Consumer {
       await_turn();
       wgmma_fence();
       issue_scores(s, smem, key_tile(tile + 1));
-      issue_pv(key_tile(tile) + kKBytes);
+      issue_pv(key_tile(tile) + L::kKBytes);
       pass_turn(false);
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
       settle(s);
@@ -275,7 +293,7 @@ struct Consumer {
     }
     await_turn();
     wgmma_fence();
-    issue_pv(key_tile(active - 1) + kKBytes);
+    issue_pv(key_tile(active - 1) + L::kKBytes);
     pass_turn(true);
     wgmma_wait<0>();
     settle_pv();
@@ -297,20 +315,21 @@ struct Consumer {
       if (row >= seq) continue;
       T* dst = base + row * out.ss + 2 * t;
 #pragma unroll
-      for (int j = 0; j < 16; ++j)
+      for (int j = 0; j < D / 8; ++j)
         *reinterpret_cast<uint32_t*>(dst + 8 * j) =
             ak_cuda::pack2<T>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
     }
   }
 };
 
-template <typename T>
+template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
+  using L = Layout<D>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t bars = smem + kQBytes + kStages * kStageBytes;
+  const uint32_t bars = smem + L::kQBytes + kStages * L::kStageBytes;
   const int m0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kRows;  // heavy causal tiles first
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z), kv_h = h / p.group;
   const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
@@ -326,15 +345,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (threadIdx.x == 0) produce(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b);
+    if (threadIdx.x == 0) produce<D>(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    Consumer<T> w;
+    Consumer<T, D> w;
     w.c = static_cast<int>(threadIdx.x / 128) - 1;
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
 #pragma unroll
-    for (int i = 0; i < 64; ++i) w.o[i] = 0.0f;
+    for (int i = 0; i < D / 2; ++i) w.o[i] = 0.0f;
     mbar_wait(bars, 0);  // Q
     // A causal warpgroup has nothing to add from tiles that start past its last row.
     const int wg_last = m0 + 64 * w.c + 63;
@@ -343,11 +362,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 128, 16-byte aligned
+// Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned
 // bases and strides already checked); AK_ERR_UNSUPPORTED when this device or these views cannot
 // take it, so that the caller falls back to another variant.
-template <typename T>
+template <typename T, int D>
 int launch(const ak_call* call, const Problem& p) {
+  using L = Layout<D>;
   if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
   CUtensorMap maps[3];
   const int box_rows[3] = {kRows, kKeys, 64};
@@ -358,13 +378,13 @@ int launch(const ak_call* call, const Problem& p) {
     if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
       return AK_ERR_UNSUPPORTED;
   }
-  const auto kernel = attention_wgmma<T>;
-  if (!ak_gemm::allow_shared_memory(kernel, kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  const auto kernel = attention_wgmma<T, D>;
+  if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const ak_tensor& o = call->outputs[0];
   const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
   const dim3 grid(static_cast<unsigned>((p.seq + kRows - 1) / kRows), static_cast<unsigned>(o.shape[1]),
                   static_cast<unsigned>(o.shape[0]));
-  kernel<<<grid, kThreads, kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+  kernel<<<grid, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
   return ak_cuda::check_launch();
 }
 

@@ -18,7 +18,7 @@
 //         past S); S = Q K^T and O += P V on mma.sync m16n8k16 with fp32 accumulators; P is
 //         rounded to 16 bits in registers and used directly as the A operand of P V (V through
 //         ldmatrix.trans). Output staged through shared memory for 16-byte stores.
-//   wgmma PATH = 1 only, on Hopper (sm_90a), fp16/bf16, D = 128, where mma fits and every stride
+//   wgmma PATH = 1 only, on Hopper (sm_90a), fp16/bf16, D 64 or 128, where mma fits and every stride
 //         of q, k, v is a nonzero multiple of 16 bytes (TMA): FlashAttention-3 shape, 128 query
 //         rows per block; a producer warpgroup streams K/V tiles of 128 keys with TMA into a
 //         STAGES-deep mbarrier ring, two consumer warpgroups of 64 rows run S = Q K^T and O += P V
@@ -32,13 +32,13 @@
 //   BLOCK_M  query rows per block of the mma variant (16 per warp)
 //   BLOCK_N  keys per K/V tile of the mma variant
 //   STAGES   K/V tiles in flight in the shared-memory ring (mma and wgmma variants)
-//   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D = 128 (mma for calls it cannot take)
+//   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D 64/128 (mma for calls it cannot take)
 //   PINGPONG wgmma only, 1: the two consumer warpgroups take turns on the tensor cores, one's
 //            softmax under the other's matrix products
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
-// third offers PATH = 1 for D = 128 with each ring depth (2, 3), with the default mma tile for the
-// calls it hands back.
+// third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
+// the calls it hands back.
 //
 // @tune BLOCK_M: 64, 128
 // @tune BLOCK_N: 32, 64, 128
@@ -46,7 +46,7 @@
 // @require (BLOCK_M + 2 * STAGES * BLOCK_N) * (D + 8) * 2 <= 232448
 // @require BLOCK_N * D <= 8192
 // @tune PATH: 0, 1
-// @require PATH == 0 || (D == 128 && BLOCK_M == 128 && BLOCK_N == 64)
+// @require PATH == 0 || ((D == 64 || D == 128) && BLOCK_M == 128 && BLOCK_N == 64)
 // @tune PINGPONG: 0, 1
 // @require PINGPONG == 0 || PATH == 1
 #include <algorithm>
@@ -62,7 +62,7 @@
 #define STAGES 3
 #endif
 #ifndef PINGPONG
-#define PINGPONG 0
+#define PINGPONG 1
 #endif
 #if PATH == 1
 #define AK_ATTENTION_KV_STAGES STAGES
@@ -328,11 +328,10 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
   if constexpr (sizeof(T) == 2) {
     if (mma_fits(a)) {
 #if PATH == 1
-      if (a.dim == 128) {
-        const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal};
-        const int rc = ak_attention_sm90::launch<T>(call, p);
-        if (rc != AK_ERR_UNSUPPORTED) return rc;
-      }
+      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal};
+      const int rc = a.dim == 64 ? ak_attention_sm90::launch<T, 64>(call, p)
+                                 : ak_attention_sm90::launch<T, 128>(call, p);
+      if (rc != AK_ERR_UNSUPPORTED) return rc;
 #endif
       const int tiles = (a.seq + kBlockM - 1) / kBlockM;
       if (a.dim == 64)

@@ -100,14 +100,19 @@ TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
 }
 
-// Ping-pong turns between the consumer warpgroups: causal and not, grouped-query, S not a
+// The wgmma variant at head dimensions 128 and 64 (one 64-column slab of Q, K and V, P V 64 wide:
+// BERT's, GPT-2's and the compact LLaMA's heads), with the consumer warpgroups taking turns on the
+// tensor cores (ping-pong, the default) and without: causal and not, grouped-query, S not a
 // multiple of the 128-row tile (a turn left unmatched would hang the block: TIMEOUT, not PASS).
-TEST_F(CudaHarness, FlashAttentionPingPongPassesEveryStage) {
-  for (const std::string shape : {"2x4x300x128:causal=1", "1x8x520x128:causal=0,kv_heads=2"}) {
-    const auto j = bench(starter_with("flash_attention", "#define PINGPONG 1"), "flash_attention", shape,
-                         {"--dtype", "bf16"});
-    EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
-  }
+TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPong) {
+  for (const std::string pingpong : {"0", "1"})
+    for (const std::string shape : {"2x4x300x128:causal=1", "1x8x520x128:causal=0,kv_heads=2",
+                                    "2x12x512x64:causal=1", "1x8x520x64:causal=0,kv_heads=2"}) {
+      const auto j = bench(starter_with("flash_attention", "#define PINGPONG " + pingpong), "flash_attention",
+                           shape, {"--dtype", "bf16"});
+      EXPECT_EQ(j.value("status", ""), "PASS") << "PINGPONG " << pingpong << ", " << shape << "\n"
+                                               << j.dump(2);
+    }
 }
 
 TEST_F(CudaHarness, GoodReducePasses) {
