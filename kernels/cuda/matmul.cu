@@ -3,8 +3,10 @@
 // view of an [N, K] buffer, a Linear's weight: strides 1 and ldb >= K, problem param b_nk = 1);
 // output C[M, N] of A's dtype; no scalars. Every variant below takes both layouts of B (fp32's
 // [N, K] through the simt tile of cuda_gemm_simt.cuh, without split-K). fp16, bf16 and fp32
-// (fp32 stays fp32: FFMA, no TF32), any M, N, K >= 1. Machinery in include/autokernel/
-// cuda_gemm.cuh (fp16/bf16), cuda_gemm_sm90.cuh (wgmma) and cuda_gemm_fp32.cuh (fp32).
+// (fp32 keeps fp32's accuracy: FFMA, or three TF32 products of split operands, never one plain
+// TF32 product), any M, N, K >= 1. Machinery in include/autokernel/cuda_gemm.cuh (fp16/bf16),
+// cuda_gemm_sm90.cuh (wgmma), cuda_gemm_tf32x3.cuh (fp32 on tensor cores) and cuda_gemm_fp32.cuh
+// (fp32 FFMA).
 //
 // Variants, picked per call:
 //   mma     fp16/bf16: one BLOCK_M x BLOCK_N tile of C per block, WARPS_M x WARPS_N warps, each
@@ -23,6 +25,11 @@
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
 //           base and row stride 16-byte aligned, else the stores go from registers).
+//   tf32x3  fp32 on Hopper when TF32X3 = 1 and the output gives at least half a wave of 128 x
+//           128 tiles (K >= 32, the workspace within 1 GiB): A and B split into TF32 halves
+//           (x = hi + lo) in a workspace, B transposed to [N, K], then lo_a hi_b + hi_a lo_b +
+//           hi_a hi_b on wgmma (tf32, k8) in one fp32 accumulator; the error is fp32's (2^-22
+//           of each product dropped). include/autokernel/cuda_gemm_tf32x3.cuh.
 //   simt    fp32, N > 1 and M > 1: 128 x 128 x 16 tiles, 8 x 8 outputs per thread, FFMA, two
 //           shared buffers; float4 loads and stores when rows are 16-byte aligned and K and N
 //           are multiples of 4, element loads otherwise.
@@ -40,7 +47,7 @@
 // order. No atomics: repeated runs are bitwise equal.
 //
 // Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
-// all but SPLIT_K, fp16/bf16 ignore SPLIT_K):
+// all but SPLIT_K and TF32X3, fp16/bf16 ignore those two):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
 //                     needs fewer tile columns over whole waves (auto_tile_width below)
@@ -57,6 +64,8 @@
 //                     takes n whatever the shape (fewer when K is too short to give each split
 //                     a 16-element tile, or the workspace would pass 256 MiB); 1: no split. Not
 //                     a @tune: fp16/bf16 searches would time it for nothing.
+//   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only. Not a
+//                     @tune either, for the same reason.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 0, 64, 128, 192, 256
@@ -83,6 +92,7 @@
 #include "autokernel/cuda_gemm_fp32.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_tf32x3.cuh"
 
 #ifndef BLOCK_M
 #define BLOCK_M 128
@@ -110,6 +120,9 @@
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 0
+#endif
+#ifndef TF32X3
+#define TF32X3 1
 #endif
 
 namespace {
@@ -187,6 +200,13 @@ int launch(const ak_call* call) {
       static_cast<const T*>(a.data), {static_cast<const T*>(b.data)}, a.strides[0], ldb, m, n, k};
   const cudaStream_t stream = ak_cuda::stream_of(call);
   if constexpr (sizeof(T) == 4) {
+    if constexpr (TF32X3 != 0) {
+      if (tf32x3::worth_it<L>(p)) {
+        const int rc =
+            tf32x3::launch_gemm<L>(p, make_store(static_cast<float*>(c.data), c.strides[0], m, n), stream);
+        if (rc != AK_ERR_UNSUPPORTED) return rc;
+      }
+    }
     if constexpr (L == BLayout::NK)
       return launch_simt_gemm<BLayout::NK, 1>(p, make_store(static_cast<float*>(c.data), c.strides[0], m, n),
                                               stream);

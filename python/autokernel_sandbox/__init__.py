@@ -12,7 +12,9 @@ inherited across fork and exec, irreversible):
 - files: read and execute everywhere; create, write, remove or rename only beneath the directories
   named (the build's own work directory, the solution's scratch) and write /dev/null; no symbolic
   links anywhere (a link planted in a work directory could redirect a later trusted write), no
-  device nodes;
+  device nodes; the GPU's device files (/dev/nvidia*) opened for reading, writing and ioctls where
+  the caller names them (a CUDA process opens some lazily: the stream-ordered allocator's pool at
+  its first use);
 - network: no TCP bind or connect (Landlock ABI 4+);
 - other processes: no signals to a process outside the confined ones, no connection to an
   abstract UNIX socket outside them (ABI 6+); ptrace of an outside process is denied by every ABI;
@@ -121,9 +123,15 @@ def _add_path_rule(libc, ruleset, path, rights):
         os.close(fd)
 
 
-def confine(writable):
+def gpu_device_files():
+    """The NVIDIA driver's device files of this machine (/dev/nvidia0, nvidiactl, nvidia-uvm, ...)."""
+    return sorted(os.path.join("/dev", name) for name in os.listdir("/dev") if name.startswith("nvidia"))
+
+
+def confine(writable, devices=()):
     """Confines this process (and all it starts) as the module's doc says, with `writable` the only
-    directories it may change. Raises Unconfined when Landlock is unavailable or refuses."""
+    directories it may change and `devices` the device files (or directories of them) it may open
+    to read, write and control. Raises Unconfined when Landlock is unavailable or refuses."""
     abi = landlock_abi()
     if abi < 1:
         raise Unconfined(0, "Landlock is not available (Linux 5.13 or later, with landlock among the "
@@ -144,16 +152,18 @@ def confine(writable):
             os.makedirs(directory, exist_ok=True)
             _add_path_rule(libc, ruleset, directory, WRITABLE & handled_fs)
         _add_path_rule(libc, ruleset, os.devnull, (READ_FILE | WRITE_FILE | TRUNCATE) & handled_fs & _FILE_RIGHTS)
+        for device in devices:
+            _add_path_rule(libc, ruleset, device, (READ_FILE | WRITE_FILE | IOCTL_DEV) & handled_fs & _FILE_RIGHTS)
         if libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             _fail("restrict_self")
     finally:
         os.close(ruleset)
 
 
-def confine_unless_trusted(writable):
-    """confine(writable), or nothing when AUTOKERNEL_UNCONFINED=1 vouches for the code; returns
-    whether the process is confined."""
+def confine_unless_trusted(writable, devices=()):
+    """confine(writable, devices), or nothing when AUTOKERNEL_UNCONFINED=1 vouches for the code;
+    returns whether the process is confined."""
     if os.environ.get("AUTOKERNEL_UNCONFINED") == "1":
         return False
-    confine(writable)
+    confine(writable, devices)
     return True

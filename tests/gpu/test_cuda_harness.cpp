@@ -84,6 +84,20 @@ TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
   }
 }
 
+// fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
+// tolerance with B in both layouts and M, N, K not multiples of the tiles (1100 x 1300 gives 99
+// output tiles, over half a wave), and faster than the FFMA path it replaces.
+TEST_F(CudaHarness, MatmulFp32OnTensorCoresPassesEveryStageAndBeatsFfma) {
+  for (const std::string shape : {"1100x1300x700", "1100x1300x700:b_nk=1", "2048x2048x2048"}) {
+    const auto fast = bench(starter_with("matmul", ""), "matmul", shape, {"--dtype", "fp32"});
+    const auto ffma = bench(starter_with("matmul", "#define TF32X3 0"), "matmul", shape, {"--dtype", "fp32"});
+    ASSERT_EQ(fast.value("status", ""), "PASS") << shape << "\n" << fast.dump(2);
+    ASSERT_EQ(ffma.value("status", ""), "PASS") << shape << "\n" << ffma.dump(2);
+    const double fast_us = fast["timing"]["median_us"], ffma_us = ffma["timing"]["median_us"];
+    EXPECT_LT(fast_us, 0.9 * ffma_us) << shape << ": tf32x3 " << fast_us << " us, FFMA " << ffma_us << " us";
+  }
+}
+
 // B as a Linear's [N, K] weight (b_nk = 1): the wgmma (K-major B tiles), mma and fp32 simt paths.
 TEST_F(CudaHarness, MatmulTakesALinearsWeightThroughEveryStage) {
   for (const auto& [shape, dtype] : std::vector<std::pair<std::string, std::string>>{

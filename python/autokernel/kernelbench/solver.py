@@ -25,7 +25,7 @@ import traceback
 import torch
 
 from . import buffers, guard, problems
-from autokernel_sandbox import Unconfined, confine_unless_trusted
+from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files
 
 from .isolation import die_with_parent
 
@@ -188,7 +188,7 @@ def main(argv):
     try:
         solver = Solver(plan)  # the judge's buffers opened (CUDA IPC) with whatever rights that takes,
         try:  # then every capability dropped and the process confined, before any of the solution's code runs
-            confine_unless_trusted(plan["writable"])
+            confine_unless_trusted(plan["writable"], gpu_device_files() if solver.device.type == "cuda" else ())
         except Unconfined as e:
             raise Failure("sandbox", f"refusing to run the solution unconfined: {e.strerror} "
                                      "(AUTOKERNEL_UNCONFINED=1 runs trusted code without it)") from None
