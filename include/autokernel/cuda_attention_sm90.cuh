@@ -335,12 +335,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
   const int n_tiles = (end + kKeys - 1) / kKeys;
   if (threadIdx.x == 0) {
-    mbar_init(bars, 1);
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(bars + (1 + s) * 8, 1);                         // full: the producer's arrive + bytes
-      mbar_init(bars + (1 + kStages + s) * 8, kConsumerWarps);  // empty: one arrive per warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    mbar_init(bars, 1);  // q_full
+    init_ring(bars + 8, kStages, kConsumerWarps);
   }
   __syncthreads();
   if (threadIdx.x < 128) {

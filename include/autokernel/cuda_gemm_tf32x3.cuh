@@ -173,13 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + kStages * kStageBytes;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(bars + s * 8, 1);                           // full: the producer's arrive + bytes
-      mbar_init(bars + (kStages + s) * 8, kConsumerWarps);  // empty: one arrive per consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (threadIdx.x == 0) init_ring(bars, kStages, kConsumerWarps);
   __syncthreads();
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");

@@ -99,6 +99,16 @@ bool make_tensor_map(CUtensorMap* map, const T* base, int64_t rows, int64_t cols
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
+// A producer/consumer ring at bars: `stages` full barriers (the producer's arrive plus the bytes
+// its copies bring) and then `stages` empty ones (one arrive per consumer warp). One thread calls
+// it; the block synchronizes before anyone waits.
+__device__ __forceinline__ void init_ring(uint32_t bars, int stages, int consumer_warps) {
+  for (int s = 0; s < stages; ++s) {
+    mbar_init(bars + s * 8, 1);
+    mbar_init(bars + (stages + s) * 8, consumer_warps);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
