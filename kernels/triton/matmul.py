@@ -1,6 +1,7 @@
 # matmul, Triton: C[i, j] = sum_k A[i, k] * B[k, j], fp32 accumulation, C rounded once.
-# Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free); output C[M, N] of A's
-# dtype; no scalars. fp16, bf16 and fp32 (fp32 stays fp32: tl.dot at IEEE precision, never
+# Inputs A[M, K], B[K, N] (row-major, inner strides 1, row strides free; or B the transposed view
+# of an [N, K] buffer, a Linear's weight: strides (1, ldb), problem param b_nk = 1); output
+# C[M, N] of A's dtype; no scalars. fp16, bf16 and fp32 (fp32 stays fp32: tl.dot at IEEE precision, never
 # TF32), any M, N, K >= 1.
 #
 # One program computes a BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps through
@@ -8,7 +9,8 @@
 # Programs walk the tiles in groups of GROUP_M tile rows, so that the programs running at once
 # share A's rows and B's columns in L2. Loads past the edges are masked to zero; no split-K, so
 # repeated runs are bitwise equal.
-# Variants, picked per call (the AK_LAUNCH mapping at the end):
+# Variants, picked per call (the AK_LAUNCH mapping at the end), each for either layout of B (B_NK:
+# B's tiles read k-contiguous from the [N, K] buffer, which tl.dot takes as they come):
 #   tensor  fp16/bf16 with the tuned tile; built twice: assuming 16-byte aligned bases and M, N,
 #           K and the row strides multiples of 16 (vector and async copies), and without.
 #   ieee    fp32: a 64 x 64 x 32 tile of FMA products (IEEE precision), both builds too.
@@ -41,8 +43,10 @@ NUM_STAGES = 3
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_row_stride, b_row_stride, c_row_stride,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_row_stride, b_stride, c_row_stride,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  B_NK: tl.constexpr):
+    # b_stride: B's stride that is not 1 (between k rows of a [K, N] B; between n rows with B_NK).
     # Tile order: groups of GROUP_M tile rows, column by column within a group.
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -57,29 +61,37 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, a_row_stride, b_row_stride, c_ro
     cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
     a_tile = a_ptr + rows[:, None].to(tl.int64) * a_row_stride + ks[None, :]
-    b_tile = b_ptr + ks[:, None].to(tl.int64) * b_row_stride + cols[None, :]
+    if B_NK:
+        b_tile = b_ptr + cols[None, :].to(tl.int64) * b_stride + ks[:, None]
+        b_step = BLOCK_K
+    else:
+        b_tile = b_ptr + ks[:, None].to(tl.int64) * b_stride + cols[None, :]
+        b_step = BLOCK_K * b_stride
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
         a = tl.load(a_tile, mask=(rows[:, None] < M) & (ks[None, :] < K - k), other=0.0)
         b = tl.load(b_tile, mask=(ks[:, None] < K - k) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee" if a.dtype == tl.float32 else None)
         a_tile += BLOCK_K
-        b_tile += BLOCK_K * b_row_stride
+        b_tile += b_step
     c = c_ptr + rows[:, None].to(tl.int64) * c_row_stride + cols[None, :]
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def _launch(dtypes, block_m, block_n, block_k, group_m, num_warps, num_stages):
+def _launch(dtypes, b_nk, block_m, block_n, block_k, group_m, num_warps, num_stages):
     return {
         "kernel": matmul_kernel,
+        "when": "B.stride[0] == 1" if b_nk else "B.stride[1] == 1",
         "dtypes": dtypes,
         "grid": ("cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)",),
         "args": {"a_ptr": "A", "b_ptr": "B", "c_ptr": "C", "M": "M", "N": "N", "K": "K",
-                 "a_row_stride": "A.stride[0]", "b_row_stride": "B.stride[0]", "c_row_stride": "C.stride[0]"},
-        "constexprs": {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": group_m},
+                 "a_row_stride": "A.stride[0]", "b_stride": "B.stride[1]" if b_nk else "B.stride[0]",
+                 "c_row_stride": "C.stride[0]"},
+        "constexprs": {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k, "GROUP_M": group_m,
+                       "B_NK": int(b_nk)},
         "num_warps": num_warps,
         "num_stages": num_stages,
-        "aligned": ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "a_row_stride", "b_row_stride", "c_row_stride"],
+        "aligned": ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "a_row_stride", "b_stride", "c_row_stride"],
     }
 
 
@@ -88,9 +100,10 @@ AK_LAUNCH = {
     "outputs": {"C": "T"},
     "dims": {"M": "A.shape[0]", "K": "A.shape[1]", "N": "B.shape[1]"},
     "require": ["B.shape[0] == K", "C.shape[0] == M", "C.shape[1] == N",
-                "A.stride[1] == 1", "B.stride[1] == 1", "C.stride[1] == 1"],
+                "A.stride[1] == 1", "B.stride[1] == 1 or B.stride[0] == 1", "C.stride[1] == 1"],
     "launches": [[
-        _launch(["fp16", "bf16"], BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES),
-        _launch(["fp32"], 64, 64, 32, 8, 4, 2),
+        _launch(["fp16", "bf16"], b_nk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES)
+        if dtypes == "16" else _launch(["fp32"], b_nk, 64, 64, 32, 8, 4, 2)
+        for b_nk in (False, True) for dtypes in ("16", "32")
     ]],
 }

@@ -102,6 +102,10 @@ class TritonKernels(unittest.TestCase):
             for dtype in self.dtypes(dot=True):
                 a, b = self.randn(m, k, dtype=dtype), self.randn(k, n, dtype=dtype)
                 self.check("matmul", [a, b], [torch.empty(m, n, dtype=dtype)], [], [a.double() @ b.double()], defines)
+                # B as the transposed view of a Linear's [N, K] weight (problem param b_nk = 1)
+                weight = self.randn(n, k, dtype=dtype)
+                self.check("matmul", [a, weight.t()], [torch.empty(m, n, dtype=dtype)], [],
+                           [a.double() @ weight.double().t()], defines)
 
     def test_flash_attention(self):
         # (b, h, s, d, kv heads), causal, scale (None: 1/sqrt(d)), tuning values. Small blocks put
