@@ -62,6 +62,14 @@ TEST_F(TritonHarness, MatmulPassesEveryStageInFp32ToleranceToo) {
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
 }
 
+// B as a Linear's [N, K] weight (b_nk = 1): the variant that reads B's tiles k-contiguous.
+TEST_F(TritonHarness, MatmulTakesALinearsWeightThroughEveryStage) {
+  for (const std::string dtype : {"fp16", "fp32"}) {
+    const auto j = bench(starter("matmul"), "matmul", "300x520x72:b_nk=1", {"--dtype", dtype});
+    EXPECT_EQ(j.value("status", ""), "PASS") << dtype << "\n" << j.dump(2);
+  }
+}
+
 TEST_F(TritonHarness, CausalGroupedAttentionPasses) {
   const auto j = bench(starter("flash_attention"), "flash_attention", "1x8x512x128:causal=1,kv_heads=2",
                        {"--dtype", "bf16"});
