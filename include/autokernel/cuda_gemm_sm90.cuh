@@ -80,39 +80,51 @@ struct WgmmaGrid {
   int staged;  // 1: the epilogue stores through the staging tiles and map_c
 };
 
-template <BLayout L, int NB, int BN, int Stages>
-__device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensorMap* map_b0,
-                                        const CUtensorMap* map_b1, uint32_t smem, uint32_t bars,
-                                        WgmmaGrid g) {
-  using W = WgmmaTile<L, NB, BN, Stages>;
+// The producer's walk over a ring of Stages stages of stage_bytes each at smem (barriers at
+// bars, init_ring's layout): for each of the block's tiles and each of its k-tiles, waits for a
+// free stage, arms its full barrier with the bytes to come and calls load(tile, kt, dst, full) to
+// issue the copies into it.
+template <int Stages, class Load>
+__device__ __forceinline__ void fill_ring(int tiles_m, int tiles_n, int k_tiles, uint32_t smem, uint32_t bars,
+                                          uint32_t stage_bytes, Load&& load) {
   int stage = 0;
   uint32_t phase = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < g.tiles_m * g.tiles_n; t += static_cast<int>(gridDim.x)) {
-    const TileCoord tile = tile_of(t, g.tiles_m, g.tiles_n);
-    for (int kt = 0; kt < g.k_tiles; ++kt) {
+  for (int t = static_cast<int>(blockIdx.x); t < tiles_m * tiles_n; t += static_cast<int>(gridDim.x)) {
+    const TileCoord tile = tile_of(t, tiles_m, tiles_n);
+    for (int kt = 0; kt < k_tiles; ++kt) {
       const uint32_t full = bars + stage * 8, empty = bars + (Stages + stage) * 8;
       mbar_wait(empty, phase ^ 1);  // a fresh barrier counts its previous phase as complete
-      mbar_arrive_expect_tx(full, W::kStageBytes);
-      const uint32_t dst = smem + stage * W::kStageBytes;
-      tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb) {
-        const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
-        const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
-        if constexpr (L == BLayout::NK) {
-          tma_load(b, map_b, kt * kBK, tile.n * BN, full);
-        } else {
-#pragma unroll
-          for (int s = 0; s < BN / 64; ++s)
-            tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
-        }
-      }
+      mbar_arrive_expect_tx(full, stage_bytes);
+      load(tile, kt, smem + stage * stage_bytes, full);
       if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
       }
     }
   }
+}
+
+template <BLayout L, int NB, int BN, int Stages>
+__device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensorMap* map_b0,
+                                        const CUtensorMap* map_b1, uint32_t smem, uint32_t bars,
+                                        WgmmaGrid g) {
+  using W = WgmmaTile<L, NB, BN, Stages>;
+  fill_ring<Stages>(g.tiles_m, g.tiles_n, g.k_tiles, smem, bars, W::kStageBytes,
+                    [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
+                      tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
+#pragma unroll
+                      for (int nb = 0; nb < NB; ++nb) {
+                        const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
+                        const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
+                        if constexpr (L == BLayout::NK) {
+                          tma_load(b, map_b, kt * kBK, tile.n * BN, full);
+                        } else {
+#pragma unroll
+                          for (int s = 0; s < BN / 64; ++s)
+                            tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
+                        }
+                      }
+                    });
 }
 
 // Calls visit(j, half, v0, v1) for each pair of adjacent outputs this thread holds: columns

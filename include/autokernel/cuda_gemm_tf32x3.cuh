@@ -100,24 +100,12 @@ struct Grid {
 // 128 rows x 32 floats in the 128-byte swizzle, as TMA writes it.
 __device__ __forceinline__ void produce(const CUtensorMap* const (&maps)[4], uint32_t smem, uint32_t bars,
                                         Grid g) {
-  int stage = 0;
-  uint32_t phase = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < g.tiles_m * g.tiles_n; t += static_cast<int>(gridDim.x)) {
-    const TileCoord tile = tile_of(t, g.tiles_m, g.tiles_n);
-    for (int kt = 0; kt < g.k_tiles; ++kt) {
-      const uint32_t full = bars + stage * 8, empty = bars + (kStages + stage) * 8;
-      mbar_wait(empty, phase ^ 1);  // a fresh barrier counts its previous phase as complete
-      mbar_arrive_expect_tx(full, kStageBytes);
-      const uint32_t dst = smem + stage * kStageBytes;
-      for (int part = 0; part < 4; ++part)
-        tma_load(dst + part * kTileBytes, maps[part], kt * kBK, (part < 2 ? tile.m * kBM : tile.n * kBN),
-                 full);
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-  }
+  fill_ring<kStages>(g.tiles_m, g.tiles_n, g.k_tiles, smem, bars, kStageBytes,
+                     [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
+                       for (int part = 0; part < 4; ++part)
+                         tma_load(dst + part * kTileBytes, maps[part], kt * kBK,
+                                  (part < 2 ? tile.m * kBM : tile.n * kBN), full);
+                     });
 }
 
 template <class Epi>
