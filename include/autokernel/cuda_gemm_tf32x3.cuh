@@ -183,8 +183,9 @@ bool worth_it(const GemmProblem<float, 1>& p) {
   const int64_t tiles = static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.n + kBN - 1) / kBN);
   const int64_t padded_k = (p.k + 3) / 4 * 4;
   const size_t bytes = 2 * static_cast<size_t>(p.m + p.n) * static_cast<size_t>(padded_k) * sizeof(float);
+  const bool split_grid_fits = (p.m + 31) / 32 <= 65535 && (p.n + 31) / 32 <= 65535;  // the split's grid y
   return p.k >= kBK && 2 * tiles >= device_attribute(cudaDevAttrMultiProcessorCount) &&
-         bytes <= kMaxWorkspace && tiles <= INT_MAX;
+         bytes <= kMaxWorkspace && tiles <= INT_MAX && split_grid_fits;
 }
 
 // Keeps up to `bytes` in the stream's device's default memory pool across synchronizations
