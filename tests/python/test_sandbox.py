@@ -1,0 +1,72 @@
+"""autokernel_sandbox, the confinement the Triton compiler and a KernelBench solution's process put
+themselves under: in a child process, writes beneath the named directory go through and every way
+out named in the module's doc is refused, for the process and for what it executes; without
+Landlock the call refuses with a one-line reason rather than running the code unconfined.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from unittest import mock
+
+import autokernel_sandbox
+
+# Run in a child, since confinement cannot be undone: prints one "name: allowed|denied" per attempt.
+ATTEMPTS = textwrap.dedent("""
+    import os, socket, subprocess, sys
+    import autokernel_sandbox
+    inside, outside = sys.argv[1], sys.argv[2]
+    autokernel_sandbox.confine([inside])
+    def attempt(name, action):
+        try:
+            action()
+            print(name + ": allowed")
+        except OSError:
+            print(name + ": denied")
+    attempt("write inside", lambda: open(os.path.join(inside, "kept"), "w").write("x"))
+    attempt("write outside", lambda: open(os.path.join(outside, "escaped"), "w").write("x"))
+    attempt("symlink inside", lambda: os.symlink(outside, os.path.join(inside, "link")))
+    attempt("rename out", lambda: os.rename(os.path.join(inside, "kept"), os.path.join(outside, "moved")))
+    attempt("tcp bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+    attempt("signal parent", lambda: os.kill(os.getppid(), 0))
+    shell = subprocess.run(["sh", "-c", "echo x > '" + os.path.join(outside, "by_shell") + "'"],
+                           stderr=subprocess.DEVNULL)
+    print("shell write outside: " + ("allowed" if shell.returncode == 0 else "denied"))
+""")
+
+
+@unittest.skipUnless(autokernel_sandbox.landlock_abi() >= 1, "this kernel has no Landlock")
+class Confined(unittest.TestCase):
+    def test_writes_stay_beneath_the_named_directory_and_every_way_out_is_refused(self):
+        with tempfile.TemporaryDirectory() as inside, tempfile.TemporaryDirectory() as outside:
+            run = subprocess.run([sys.executable, "-c", ATTEMPTS, inside, outside], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            seen = dict(line.split(": ") for line in run.stdout.splitlines())
+            expected = {"write inside": "allowed", "write outside": "denied", "symlink inside": "denied",
+                        "rename out": "denied", "shell write outside": "denied"}
+            abi = autokernel_sandbox.landlock_abi()
+            if abi >= 4:
+                expected["tcp bind"] = "denied"
+            if abi >= 6:
+                expected["signal parent"] = "denied"
+            for name, verdict in expected.items():
+                self.assertEqual(seen.get(name), verdict, f"{name}: {run.stdout}")
+            self.assertEqual(os.listdir(outside), [])
+
+
+class WithoutLandlock(unittest.TestCase):
+    def test_it_refuses_with_one_line_unless_the_code_is_vouched_for(self):
+        with mock.patch.object(autokernel_sandbox, "landlock_abi", return_value=0):
+            with self.assertRaises(autokernel_sandbox.Unconfined) as refused:
+                autokernel_sandbox.confine_unless_trusted(["/nonexistent"])
+            self.assertIn("Landlock is not available", str(refused.exception.strerror))
+            self.assertNotIn("\n", refused.exception.strerror)
+            with mock.patch.dict(os.environ, {"AUTOKERNEL_UNCONFINED": "1"}):
+                self.assertFalse(autokernel_sandbox.confine_unless_trusted(["/nonexistent"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
