@@ -334,18 +334,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z), kv_h = h / p.group;
   const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
   const int n_tiles = (end + kKeys - 1) / kKeys;
-  if (threadIdx.x == 0) {
+  const auto init = [&] {
     mbar_init(bars, 1);  // q_full
     init_ring(bars + 8, kStages, kConsumerWarps);
-  }
-  __syncthreads();
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (threadIdx.x == 0) produce<D>(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b);
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  };
+  const auto producer = [&] { produce<D>(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b); };
+  split_warpgroups(init, producer, [&](int consumer) {
     Consumer<T, D> w;
-    w.c = static_cast<int>(threadIdx.x / 128) - 1;
+    w.c = consumer;
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
 #pragma unroll
@@ -355,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int wg_last = m0 + 64 * w.c + 63;
     w.run(smem, bars, p, m0, n_tiles, p.causal ? min(n_tiles, wg_last / kKeys + 1) : n_tiles);
     w.store(out, b, h, m0, p.seq);
-  }
+  });
 }
 
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned

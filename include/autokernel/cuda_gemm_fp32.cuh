@@ -373,10 +373,8 @@ int run_splits(int splits, int64_t slice, int64_t ldw, int m, int n, float* c, i
                cudaStream_t stream, Launch&& launch) {
   if (splits <= 1) return launch(Out{c, 0, ldc, ak_cuda::is_aligned16(c) && ldc % 4 == 0});
   void* ws = nullptr;
-  if (cudaMallocAsync(&ws, static_cast<size_t>(splits) * slice * sizeof(float), stream) != cudaSuccess) {
-    (void)cudaGetLastError();  // the failure is reported here, not left for the next launch
+  if (!ak_cuda::alloc_workspace(&ws, static_cast<size_t>(splits) * slice * sizeof(float), stream))
     return AK_ERR_LAUNCH;
-  }
   float* w = static_cast<float*>(ws);
   int rc = launch(Out{w, slice, ldw, ldw % 4 == 0 && slice % 4 == 0});
   if (rc == AK_OK) {
@@ -385,7 +383,7 @@ int run_splits(int splits, int64_t slice, int64_t ldw, int m, int n, float* c, i
     rc = ak_cuda::check_launch();
   }
   // Stream-ordered: the memory returns to the pool only after sum_splits has read it.
-  const bool freed = cudaFreeAsync(ws, stream) == cudaSuccess;
+  const bool freed = ak_cuda::free_workspace(ws, stream);
   return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
 }
 

@@ -257,16 +257,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * W::kStageBytes + (W::kStaged ? W::kStagingBytes : 0);
-  if (threadIdx.x == 0) init_ring(bars, Stages, kConsumerWarps);
-  __syncthreads();
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (threadIdx.x == 0) produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g);
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c,
-                                          static_cast<int>(threadIdx.x / 128) - 1);
-  }
+  split_warpgroups(
+      [&] { init_ring(bars, Stages, kConsumerWarps); },
+      [&] { produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g); },
+      [&](int consumer) { consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, consumer); });
 }
 
 // AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).

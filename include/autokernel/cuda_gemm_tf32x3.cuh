@@ -12,9 +12,9 @@
 // Two kernels on the call's stream:
 //   split      A [M, K] -> A_hi, A_lo; B -> B_hi, B_lo as [N, K] (K-major: wgmma takes TF32
 //              operands only K-major, so B [K, N] is transposed through a 32 x 32 shared tile;
-//              B already [N, K] is split as A). The four live in one workspace from
-//              cudaMallocAsync on the stream, rows padded to 4 floats (16 bytes, for TMA), freed
-//              after the GEMM (stream-ordered).
+//              B already [N, K] is split as A). The four live in one stream-ordered workspace
+//              (ak_cuda::alloc_workspace), rows padded to 4 floats (16 bytes, for TMA), freed
+//              after the GEMM.
 //   gemm       128 x 128 output tiles, k-tiles of 32 floats (128 bytes: the 128-byte swizzle
 //              row), per stage A_hi, A_lo, B_hi, B_lo (64 KB; 3 stages); per k8 step the three
 //              wgmma.m64n128k8.f32.tf32.tf32 into a k-tile's partial sums, which are then added
@@ -32,8 +32,10 @@ namespace tf32x3 {
 
 using namespace sm90;
 
-constexpr int kBM = 128, kBN = 128, kBK = 32, kStages = 3, kThreads = 384, kConsumerWarps = 8;
-constexpr int kTileBytes = kBM * kBK * 4;  // one operand part per stage: 128 rows x 128 bytes
+// The block (kBM = 128 rows, kThreads, kConsumerWarps) is sm90's; a k-tile is 32 floats, the
+// same 128 bytes as its 64 16-bit elements.
+constexpr int kBN = 128, kKTile = 32, kStages = 3;
+constexpr int kTileBytes = kBM * kKTile * 4;  // one operand part per stage: 128 rows x 128 bytes
 constexpr int kStageBytes = 4 * kTileBytes;
 constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
@@ -77,21 +79,6 @@ __global__ void __launch_bounds__(256)
 
 // ---- gemm -------------------------------------------------------------------------------------
 
-#define AK_WGMMA_TF32(N, REGS, A, B, SCALE)                                                     \
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" #SCALE                                    \
-               ", 0;\n"                                                                         \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" AK_WGMMA_REGS_##REGS \
-               "}, %" #A ", %" #B ", p, 1, 1;\n}\n"                                             \
-               : AK_WGMMA_OUTS_##REGS(d)                                                        \
-               : "l"(a), "l"(b), "r"(1))
-
-// d (64 x 128 per warpgroup, fp32) += A (64 x 8 from desc a) * B (8 x 128 from desc b), both
-// TF32 and K-major.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t b) {
-  AK_WGMMA_TF32(128, 64, 64, 65, 66);
-}
-#undef AK_WGMMA_TF32
-
 struct Grid {
   int tiles_m, tiles_n, k_tiles;
 };
@@ -103,14 +90,14 @@ __device__ __forceinline__ void produce(const CUtensorMap* const (&maps)[4], uin
   fill_ring<kStages>(g.tiles_m, g.tiles_n, g.k_tiles, smem, bars, kStageBytes,
                      [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
                        for (int part = 0; part < 4; ++part)
-                         tma_load(dst + part * kTileBytes, maps[part], kt * kBK,
+                         tma_load(dst + part * kTileBytes, maps[part], kt * kKTile,
                                   (part < 2 ? tile.m * kBM : tile.n * kBN), full);
                      });
 }
 
 template <class Epi>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, Grid g, const Epi& epi, int consumer) {
-  const int warp = static_cast<int>(threadIdx.x / 32) % 4, lane = static_cast<int>(threadIdx.x % 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
   int stage = 0;
   uint32_t phase = 0;
   for (int t = static_cast<int>(blockIdx.x); t < g.tiles_m * g.tiles_n; t += static_cast<int>(gridDim.x)) {
@@ -127,7 +114,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, Grid g, co
       const uint32_t b_hi = base + 2 * kTileBytes, b_lo = base + 3 * kTileBytes;
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBK / 8; ++kk) {  // 32 bytes of k per step, as 16-bit k16 steps
+      for (int kk = 0; kk < kKTile / 8; ++kk) {  // 32 bytes of k per step, as 16-bit k16 steps
         const auto desc = [&](uint32_t at) { return smem_desc(at + kk * 32, 16, 1024); };
         wgmma_tf32(part, desc(a_lo), desc(b_hi));
         wgmma_tf32(part, desc(a_hi), desc(b_lo));
@@ -146,10 +133,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, Grid g, co
         phase ^= 1;
       }
     }
-    const int row = tile.m * kBM + consumer * 64 + warp * 16 + lane / 4;
-    for_each_output_pair<1, kBN>(acc, [&](int j, int half, const float(&v0)[1], const float(&v1)[1]) {
-      epi(row + 8 * half, tile.n * kBN + 8 * j + 2 * (lane % 4), v0, v1);
-    });
+    store_direct<1, kBN>(acc, tile, consumer, epi);
   }
 }
 
@@ -161,18 +145,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + kStages * kStageBytes;
-  if (threadIdx.x == 0) init_ring(bars, kStages, kConsumerWarps);
-  __syncthreads();
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (threadIdx.x == 0) {
-      const CUtensorMap* const maps[4] = {&a_hi, &a_lo, &b_hi, &b_lo};  // TMA reads them in param space
-      produce(maps, smem, bars, g);
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    consume(smem, bars, g, epi, static_cast<int>(threadIdx.x / 128) - 1);
-  }
+  split_warpgroups(
+      [&] { init_ring(bars, kStages, kConsumerWarps); },
+      [&] {
+        const CUtensorMap* const maps[4] = {&a_hi, &a_lo, &b_hi, &b_lo};  // TMA reads them in param space
+        produce(maps, smem, bars, g);
+      },
+      [&](int consumer) { consume(smem, bars, g, epi, consumer); });
 }
 
 // Whether the call is worth the split: an sm_90 device and enough output tiles to fill the SMs
@@ -184,26 +163,8 @@ bool worth_it(const GemmProblem<float, 1>& p) {
   const int64_t padded_k = (p.k + 3) / 4 * 4;
   const size_t bytes = 2 * static_cast<size_t>(p.m + p.n) * static_cast<size_t>(padded_k) * sizeof(float);
   const bool split_grid_fits = (p.m + 31) / 32 <= 65535 && (p.n + 31) / 32 <= 65535;  // the split's grid y
-  return p.k >= kBK && 2 * tiles >= device_attribute(cudaDevAttrMultiProcessorCount) &&
+  return p.k >= kKTile && 2 * tiles >= device_attribute(cudaDevAttrMultiProcessorCount) &&
          bytes <= kMaxWorkspace && tiles <= INT_MAX && split_grid_fits;
-}
-
-// Keeps up to `bytes` in the stream's device's default memory pool across synchronizations
-// (its release threshold, raised only): otherwise the pool hands the workspace back to the
-// driver at every synchronization, and the next call maps hundreds of MB afresh.
-inline void keep_pooled(size_t bytes) {
-  int device = 0;
-  cudaMemPool_t pool = nullptr;
-  uint64_t threshold = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
-      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return;
-  }
-  uint64_t wanted = bytes;
-  if (threshold < wanted &&
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &wanted) != cudaSuccess)
-    (void)cudaGetLastError();
 }
 
 // AK_ERR_UNSUPPORTED when the workspace or the tensor maps cannot be had (the caller then takes
@@ -213,12 +174,8 @@ int launch_gemm(const GemmProblem<float, 1>& p, const Epi& epi, cudaStream_t str
   const int64_t ld = (p.k + 3) / 4 * 4;
   const size_t a_floats = static_cast<size_t>(p.m) * ld, b_floats = static_cast<size_t>(p.n) * ld;
   const size_t bytes = 2 * (a_floats + b_floats) * sizeof(float);
-  keep_pooled(bytes);
   void* workspace = nullptr;
-  if (cudaMallocAsync(&workspace, bytes, stream) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return AK_ERR_UNSUPPORTED;
-  }
+  if (!ak_cuda::alloc_workspace(&workspace, bytes, stream)) return AK_ERR_UNSUPPORTED;
   float* const a_hi = static_cast<float*>(workspace);
   float *const a_lo = a_hi + a_floats, *const b_hi = a_lo + a_floats, *const b_lo = b_hi + b_floats;
   CUtensorMap maps[4];
@@ -239,14 +196,14 @@ int launch_gemm(const GemmProblem<float, 1>& p, const Epi& epi, cudaStream_t str
     else
       split_kernel<true><<<dim3((p.k + 31) / 32, (p.n + 31) / 32), block, 0, stream>>>(p.b[0], p.ldb, p.n,
                                                                                        p.k, b_hi, b_lo, ld);
-    const Grid g{(p.m + kBM - 1) / kBM, (p.n + kBN - 1) / kBN, (p.k + kBK - 1) / kBK};
+    const Grid g{(p.m + kBM - 1) / kBM, (p.n + kBN - 1) / kBN, (p.k + kKTile - 1) / kKTile};
     const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
     const int tiles = g.tiles_m * g.tiles_n;
     kernel<<<static_cast<unsigned>(tiles < sms ? tiles : sms), kThreads, kSmemBytes, stream>>>(
         maps[0], maps[1], maps[2], maps[3], g, epi);
     rc = ak_cuda::check_launch();
   }
-  (void)cudaFreeAsync(workspace, stream);
+  (void)ak_cuda::free_workspace(workspace, stream);
   return rc;
 }
 

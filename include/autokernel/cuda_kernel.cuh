@@ -1,4 +1,5 @@
-// Helpers for CUDA kernel modules (kernels/cuda/*.cu). C++17, header-only, no state.
+// Helpers for CUDA kernel modules (kernels/cuda/*.cu). C++17, header-only; the only state is the
+// pool release threshold each device was given (alloc_workspace).
 //
 // The contract a module keeps (see abi.h): `extern "C" int ak_launch(const ak_call*)` checks the
 // call (counts, dtypes, shapes, strides) and returns AK_ERR_UNSUPPORTED for what it does not
@@ -18,12 +19,16 @@
 //                                    which row a thread's group of a row-per-group block handles
 //   fast_exp2, kLog2e                2^v through ex2.approx (results below 2^-126 flush to zero)
 //   check_launch()                   AK_ERR_LAUNCH when the last launch failed
+//   alloc_workspace / free_workspace stream-ordered scratch from the device's default pool, kept
+//                                    pooled across synchronizations
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include "autokernel/abi.h"
 
@@ -153,6 +158,37 @@ __device__ __forceinline__ float group_sum(float v, float* scratch) {
 // resources, or an earlier device fault), AK_OK otherwise.
 inline int check_launch() {
   return cudaGetLastError() == cudaSuccess ? AK_OK : AK_ERR_LAUNCH;
+}
+
+// `bytes` of stream-ordered scratch from the current device's default pool (cudaMallocAsync on
+// `stream`); false, with the error cleared, when it cannot be had. The pool's release threshold
+// is raised (never lowered) to the largest workspace asked for, once per size: at its default of
+// 0 the pool hands the memory back to the driver at every synchronization, and the next call
+// maps hundreds of MB afresh.
+inline bool alloc_workspace(void** p, size_t bytes, cudaStream_t stream) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<uint64_t> kept[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kMaxDevices &&
+      kept[device].load() < bytes) {
+    cudaMemPool_t pool = nullptr;
+    uint64_t threshold = 0, wanted = bytes;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) == cudaSuccess &&
+        (threshold >= wanted ||
+         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &wanted) == cudaSuccess))
+      kept[device].store(bytes);
+    else
+      (void)cudaGetLastError();  // a pool that keeps less only costs time
+  }
+  if (cudaMallocAsync(p, bytes, stream) == cudaSuccess) return true;
+  (void)cudaGetLastError();  // the failure is reported here, not left for the next launch
+  return false;
+}
+
+// Gives a workspace back to the pool once the work enqueued before on `stream` is done.
+inline bool free_workspace(void* p, cudaStream_t stream) {
+  return cudaFreeAsync(p, stream) == cudaSuccess;
 }
 
 inline cudaStream_t stream_of(const ak_call* call) {

@@ -109,6 +109,21 @@ __device__ __forceinline__ void init_ring(uint32_t bars, int stages, int consume
   }
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+// A block of a producer warpgroup and consumer warpgroups: after init() (one thread: the
+// barriers) and a block-wide synchronization, threads 0-127 give registers back and thread 0
+// calls produce(); the other warpgroups take the registers and call consume(c), c = 0, 1, ...
+template <class Init, class Produce, class Consume>
+__device__ __forceinline__ void split_warpgroups(Init&& init, Produce&& produce, Consume&& consume) {
+  if (threadIdx.x == 0) init();
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x == 0) produce();
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    consume(static_cast<int>(threadIdx.x / 128) - 1);
+  }
+}
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -159,13 +174,17 @@ __device__ __forceinline__ void fence_register(float& v) {
   asm volatile("" : "+f"(v)::"memory");
 }
 
-#define AK_WGMMA(N, REGS, A, B, SCALE, TYPE, TRANS_B)                                                    \
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" #SCALE                                             \
-               ", 0;\n"                                                                                  \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" AK_WGMMA_REGS_##REGS \
-               "}, %" #A ", %" #B ", p, 1, 1, 0, " #TRANS_B ";\n}\n"                                     \
-               : AK_WGMMA_OUTS_##REGS(d)                                                                 \
+// wgmma with both operands from shared memory: KIND names k and the types, TAIL the immediates
+// after scale-d, scale-a and scale-b (the transposes, which 16-bit types take and TF32 does not).
+#define AK_WGMMA_SS(N, REGS, A, B, SCALE, KIND, TAIL)                                \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" #SCALE                         \
+               ", 0;\n"                                                              \
+               "wgmma.mma_async.sync.aligned.m64n" #N KIND " {" AK_WGMMA_REGS_##REGS \
+               "}, %" #A ", %" #B ", p, 1, 1" TAIL ";\n}\n"                          \
+               : AK_WGMMA_OUTS_##REGS(d)                                             \
                : "l"(a), "l"(b), "r"(1))
+#define AK_WGMMA(N, REGS, A, B, SCALE, TYPE, TRANS_B) \
+  AK_WGMMA_SS(N, REGS, A, B, SCALE, "k16.f32." TYPE "." TYPE, ", 0, " #TRANS_B)
 
 // d (64 x N per warpgroup, fp32) += A (64 x 16 from desc a) * B (16 x N from desc b).
 template <typename T, int N, bool TransB>
@@ -194,7 +213,14 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
     if constexpr (!kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 0);
   }
 }
+
+// d (64 x 128 per warpgroup, fp32) += A (64 x 8 from desc a) * B (8 x 128 from desc b), both TF32
+// and K-major (wgmma transposes only 16-bit operands).
+__device__ __forceinline__ void wgmma_tf32(float (&d)[64], uint64_t a, uint64_t b) {
+  AK_WGMMA_SS(128, 64, 64, 65, 66, "k8.f32.tf32.tf32", "");
+}
 #undef AK_WGMMA
+#undef AK_WGMMA_SS
 
 // ---- device: the staged epilogue's stores ----------------------------------------------------
 

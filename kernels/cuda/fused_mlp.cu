@@ -180,13 +180,10 @@ int launch(const ak_call* call) {
   const cudaStream_t stream = ak_cuda::stream_of(call);
   const size_t h_bytes = static_cast<size_t>(call->inputs[0].shape[0]) * call->inputs[1].shape[0] * sizeof(T);
   void* h = nullptr;
-  if (cudaMallocAsync(&h, h_bytes, stream) != cudaSuccess) {
-    (void)cudaGetLastError();  // the failure is reported here, not left for the next launch
-    return AK_ERR_LAUNCH;
-  }
+  if (!ak_cuda::alloc_workspace(&h, h_bytes, stream)) return AK_ERR_LAUNCH;
   const int rc = launch_both(call, static_cast<T*>(h), stream);
   // Stream-ordered: the memory returns to the pool only after both launches have finished.
-  const bool freed = cudaFreeAsync(h, stream) == cudaSuccess;
+  const bool freed = ak_cuda::free_workspace(h, stream);
   return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
 }
 
