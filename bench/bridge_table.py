@@ -10,7 +10,7 @@ import pathlib
 import sys
 
 TARGETS = {"eager": 1.3, "default": 1.05, "max-autotune-no-cudagraphs": 1.05, "reduce-overhead": 1.05}
-TARGET_MODELS = ("llama", "llama-7b-4l")
+TARGET_MODELS = ("llama", "llama-7b-4l", "hf-llama", "hf-llama-7b-4l")
 
 
 def rows_of(model, verify):

@@ -10,7 +10,8 @@
 #     OPTIMIZE_BUDGET of optimize) and verify: eager, torch.compile in each mode, ours applied in
 #     eager and under torch.compile in each mode (fullgraph=True: a graph break fails the row),
 #     plugging decided by timing the whole model in DECIDE_MODE, plus the CUDA-graph replays;
-#  4. print one table (bench/bridge_table.py), $OUT/bridge.json holding it.
+#  4. print one table (bench/bridge_table.py), $OUT/bridge.json holding it; each model's files
+#     (profile, extract, verify) in $OUT/models.tar.gz.
 #
 # Every step has its own time limit and verify a budget (no measurement starts that would not fit),
 # so the call ends in time with what finished in $OUT. Needs .carry (scripts/prepare-carry.sh):
@@ -21,10 +22,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
-PARTS=${PARTS:-"profiles llama llama-7b-4l gpt2 bert"}
+PARTS=${PARTS:-"profiles llama llama-7b-4l gpt2 bert hf-llama"}
 DEADLINE_S=${DEADLINE_S:-450}        # the whole script, from its start
 DECIDE_MODE=${DECIDE_MODE:-default}  # the mode plugging is decided in
-TOP=${TOP:-4}
+TOP=${TOP:-8}  # every operator of the compact LLaMA: in eager the small ones matter most
 OPTIMIZE_BUDGET=${OPTIMIZE_BUDGET:-}  # e.g. 60s: optimize each model's kernels before verify
 AK=$PWD/build-gpu/autokernel
 START=$(date +%s)
@@ -40,23 +41,28 @@ want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 log build
 build_autokernel || exit 1
+use_carried_wheels >>"$OUT/bridge.log"
 
-declare -A SHAPE=([llama]=8,512 [gpt2]=8,512 [bert]=8,512 [llama-7b-4l]=1,2048)
+declare -A SHAPE=([llama]=8,512 [gpt2]=8,512 [bert]=8,512 [llama-7b-4l]=1,2048 [hf-llama]=8,512 [hf-llama-7b-4l]=1,2048)
+# Hugging Face transformers' own LlamaForCausalLM, as a user's model file (examples/hf_llama.py;
+# transformers comes from .carry/wheels/hf); the others are the shipped models.
+declare -A SPEC=([hf-llama]=examples/hf_llama.py:HFLlama [hf-llama-7b-4l]=examples/hf_llama.py:HFLlama7B4L)
 # torch.compile modes timed per model (each is compiled with and without our kernels, and in
 # DECIDE_MODE once more per kernel): the targets are the two LLaMAs'; GPT-2 and BERT get a first row.
 ALL_MODES=default,max-autotune-no-cudagraphs,reduce-overhead
 declare -A MODES=([llama]=${LLAMA_MODES:-$ALL_MODES} [llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
-                  [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default})
+                  [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default}
+                  [hf-llama]=${LLAMA_MODES:-$ALL_MODES} [hf-llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead})
 # The share of what is left that each model's verify may use (the GPU-bound model compiles longest).
-declare -A SHARE=([llama]=35 [llama-7b-4l]=45 [gpt2]=50 [bert]=100)
-MODELS=(llama llama-7b-4l gpt2 bert)
+declare -A SHARE=([llama]=35 [llama-7b-4l]=45 [gpt2]=50 [bert]=50 [hf-llama]=60 [hf-llama-7b-4l]=100)
+MODELS=(llama llama-7b-4l gpt2 bert hf-llama hf-llama-7b-4l)
 
 profile() {  # MODEL: profile into its workspace; with `profiles`, also ship it
   local model=$1 ws=/tmp/bridge-$1 ship=()
-  want profiles && ship=(--ship "$OUT/profiles")
+  want profiles && [[ -z ${SPEC[$model]:-} ]] && ship=(--ship "$OUT/profiles")
   rm -rf "$ws"
   log "profile $model (${SHAPE[$model]}, fp16)"
-  timeout 150 "$AK" profile --model "$model" --input-shape "${SHAPE[$model]}" --dtype fp16 --workspace "$ws" \
+  timeout 150 "$AK" profile --model "${SPEC[$model]:-$model}" --input-shape "${SHAPE[$model]}" --dtype fp16 --workspace "$ws" \
     "${ship[@]}" --rows 12 >"$OUT/profile-$model.txt" 2>&1
   local rc=$?
   tail -16 "$OUT/profile-$model.txt"
@@ -75,15 +81,23 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
   local budget=$(($(left) * SHARE[$model] / 100))
   ((budget < 30)) && { log "skip $model: $(left) s left"; return 1; }
   log "verify $model (budget ${budget}s, decided in $DECIDE_MODE)"
+  # If verify overruns, what the GPU was doing then (a kernel spinning reads 100%).
+  # and where each of its Python processes is (SIGUSR1: the bridge prints its stacks and goes on).
+  (sleep $((budget + 30))
+   { nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv; ps -eo pid,ppid,stat,pcpu,wchan:32,args --sort=-pcpu | head -25; } \
+     >>"$OUT/$model/overrun.txt" 2>&1
+   pkill -USR1 -f "python3? -m autokernel" || true) &
+  local watcher=$!
   timeout $((budget + 60)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
     --compile-modes "${MODES[$model]}" --iterations 20 >"$OUT/$model/verify.txt" 2>&1
   echo "verify $model exit: $?" | tee -a "$OUT/bridge.log"
+  kill $watcher 2>/dev/null
   tail -12 "$OUT/$model/verify.txt"
   cp "$ws/verify.json" "$ws/kernels.json" "$OUT/$model/" 2>/dev/null
 }
 
 if want profiles; then
-  for model in "${MODELS[@]}"; do profile "$model"; done
+  for model in "${MODELS[@]}"; do [[ -z ${SPEC[$model]:-} ]] && profile "$model"; done
 fi
 for model in "${MODELS[@]}"; do
   want "$model" && table "$model"
@@ -91,3 +105,10 @@ done
 
 log summary
 python3 bench/bridge_table.py "$OUT" "${MODELS[@]}" | tee "$OUT/bridge-table.txt"
+# The device tool brings back 8 files: the per-model folders and profiles travel as one archive.
+models=()
+[[ -d $OUT/profiles ]] && models+=(profiles)
+for model in "${MODELS[@]}"; do
+  for f in "$model" "profile-$model.txt"; do [[ -e $OUT/$f ]] && models+=("$f"); done
+done
+((${#models[@]})) && tar -C "$OUT" -czf "$OUT/models.tar.gz" "${models[@]}" && (cd "$OUT" && rm -rf "${models[@]}")

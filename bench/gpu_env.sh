@@ -23,3 +23,17 @@ build_autokernel() {
     return 1
   fi
 }
+
+# use_carried_wheels: installs the wheels in .carry/wheels (Liger-Kernel) and .carry/wheels/hf
+# (transformers and its dependencies, scripts/prepare-carry.sh) into /tmp/ak-wheels, without
+# their dependencies (PyTorch's environment has the rest), and puts them on PYTHONPATH. Absent
+# wheels are skipped: the rows that need them say "absent".
+use_carried_wheels() {
+  local wheels
+  shopt -s nullglob
+  wheels=(.carry/wheels/*.whl .carry/wheels/hf/*.whl)
+  shopt -u nullglob
+  ((${#wheels[@]})) || return 0
+  python3 -m pip install --quiet --no-index --no-deps --target /tmp/ak-wheels "${wheels[@]}" 2>&1 | tail -3
+  export PYTHONPATH=/tmp/ak-wheels${PYTHONPATH:+:$PYTHONPATH}
+}

@@ -48,10 +48,7 @@ step() {
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
   git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
-if ls .carry/wheels/liger_kernel-*.whl >/dev/null 2>&1; then
-  python3 -m pip install --quiet --no-index --no-deps --target /tmp/ak-liger .carry/wheels/liger_kernel-*.whl \
-    >>"$OUT/env.txt" 2>&1 && export PYTHONPATH=/tmp/ak-liger${PYTHONPATH:+:$PYTHONPATH}
-fi
+use_carried_wheels >>"$OUT/env.txt"
 python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", m.version("liger-kernel"))' \
   >>"$OUT/env.txt" 2>&1 || echo "liger-kernel absent" >>"$OUT/env.txt"
 

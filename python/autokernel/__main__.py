@@ -5,8 +5,10 @@ Progress goes to stderr as lines; results go to the files the command names. A f
 line, `autokernel: <reason>`, with exit code 2 for bad input and 1 for anything else.
 """
 import argparse
+import faulthandler
 import importlib
 import os
+import signal
 import sys
 import traceback
 
@@ -18,6 +20,8 @@ def _progress(line):
 
 
 def main(argv=None):
+    # `kill -USR1 <pid>` prints every thread's stack and the run goes on: where a long step is.
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     parser = argparse.ArgumentParser(prog="python3 -m autokernel", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     try:

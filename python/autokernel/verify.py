@@ -79,7 +79,9 @@ def _modes(args, gpu):
 
 
 def _row(mode, base, ours, kept):
-    return {"mode": mode, "torch_us": base.us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
+    # eager: ours and PyTorch timed in the same alternating rounds (decide.py)
+    torch_us = (ours.paired_base_us or base.us) if kept else base.us
+    return {"mode": mode, "torch_us": torch_us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
             "compile_s": base.compile_s, "note": base.note or ours.note}
 
 
@@ -105,7 +107,8 @@ def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
         rows.append(_row(mode, base, ours, kept if ours is not base else []))
         if mode == "eager" and candidates:
             # how much of eager's row is the tracing itself (no module calls), not the kernels
-            rows[-1]["traced_us"] = bench.measure("eager", traced_only=True).us
+            traced = bench.measure("eager", traced_only=True)
+            rows[-1]["traced_us"], rows[-1]["traced_torch_us"] = traced.us, traced.paired_base_us
         if ours.kernels and ours.output is not None and ours not in bench.checked:
             bench.checked.append(ours)
     for m in bench.checked:

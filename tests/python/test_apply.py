@@ -227,6 +227,57 @@ class Defaults(nn.Module):
                 torch.div(x, 3, rounding_mode="floor"), torch.einsum("ij,kj->ik", x, x))
 
 
+class Recorded(torch.utils._python_dispatch.TorchDispatchMode):
+    """The names of the ops that reach the dispatcher."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class EagerCalls(WithKernels):
+    def test_inference_runs_the_kernels_without_the_custom_ops_dispatch(self):
+        expected = self.eager()
+        autokernel.apply(self.model, self.inputs)
+        with Recorded() as recorded:
+            got = self.eager()
+        self.assertFalse([n for n in recorded.names if n.startswith("autokernel")], recorded.names)
+        self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
+        for e, g in zip(expected, got, strict=True):
+            self.assertLess(relative_error(e, g), 1e-5)
+        # autograd still sees every op: a forward that needs gradients takes the custom op
+        TABLE.reset_counts()
+        with Recorded() as recorded:
+            self.model(*self.inputs)
+        self.assertIn("autokernel.rmsnorm.default", recorded.names)
+        self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
+
+    def test_no_adapter_that_changes_nothing_is_emitted(self):
+        autokernel.apply(self.model, self.inputs)
+        graph = self.model.forward.captures[0].graph.graph
+        ours = {n for n in graph.nodes if hasattr(n.target, "custom_op")}
+        self.assertTrue(ours)
+
+        def identity(node):
+            x = node.args[0].meta.get("val")
+            if node.target is torch.movedim:
+                return node.args[1] % x.dim() == node.args[2] % x.dim()
+            if node.target is torch.reshape:
+                return tuple(x.shape) == tuple(node.args[1])
+            return x.is_contiguous()
+
+        adapters = [n for n in graph.nodes if n.op == "call_function"
+                    and n.target in (torch.reshape, torch.movedim, torch.Tensor.contiguous)
+                    and (n.args[0] in ours or any(user in ours for user in n.users))]
+        self.assertTrue(adapters)  # the rotary's layout and the norms' rows are still adapted
+        for node in adapters:
+            self.assertFalse(identity(node), f"{node.format_node()} changes nothing")
+
+
 class FastCalls(unittest.TestCase):
     def test_direct_bindings_give_the_traced_ops_results(self):
         inputs = (torch.randn(2, 8, 32), torch.randint(0, 32, (2, 8)), torch.randn(4, 16))
@@ -236,6 +287,25 @@ class FastCalls(unittest.TestCase):
         self.assertIn(torch._C._nn.cross_entropy_loss, targets)
         for expected, got in zip(Defaults()(*inputs), fast(*inputs), strict=True):
             self.assertEqual(got.shape, expected.shape)
+            torch.testing.assert_close(got, expected)
+
+
+    def test_ops_whose_binding_code_cannot_name_or_call_stay_as_traced(self):
+        # Hugging Face's masks trace to both: torch.__and__ is no name FX's code can write, and
+        # Tensor.to takes no layout argument.
+        aten = torch.ops.aten
+
+        class Masks(nn.Module):
+            def forward(self, a, b):
+                return aten.__and__.Tensor(a, b), aten.to.dtype_layout(a > 0, dtype=torch.float64,
+                                                                       layout=torch.strided, device=a.device)
+
+        inputs = (torch.tensor([1, 2, 3]), torch.tensor([3, 2, 1]))
+        fast = rewrite.fast_calls(rewrite.copy_graph(capture.trace(Masks(), inputs, {}).graph)[0])
+        targets = [n.target for n in fast.graph.nodes if n.op == "call_function"]
+        self.assertIn(aten.__and__.Tensor, targets)
+        self.assertIn(aten.to.dtype_layout, targets)
+        for expected, got in zip(Masks()(*inputs), fast(*inputs), strict=True):
             torch.testing.assert_close(got, expected)
 
 

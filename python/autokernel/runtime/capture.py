@@ -10,9 +10,13 @@ was traced for; any other call runs the module's own forward.
 import contextlib
 import warnings
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 from torch.utils import _pytree as pytree
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
 def _leaf_key(leaf):
@@ -34,12 +38,25 @@ class Capture:
     training: bool
     spec: object = field(repr=False)
     leaves: tuple = field(repr=False)
+    _positional: Optional[bool] = field(default=None, repr=False)
 
     def accepts(self, args, kwargs, training):
         if training != self.training:
             return False
+        if not kwargs and self.positional_tensors:  # the common call, without pytree's cost
+            return len(args) == len(self.leaves) and all(
+                type(a) in _PLAIN_TENSORS and (tuple(a.shape), a.dtype, a.device) == leaf[1:]
+                for a, leaf in zip(args, self.leaves))
         spec, leaves = signature(args, kwargs)
         return spec == self.spec and leaves == self.leaves
+
+    @property
+    def positional_tensors(self):
+        """Whether the traced call was tensors passed by position alone (then its leaves are those)."""
+        if self._positional is None:
+            args, kwargs = self.spec.unflatten(list(self.leaves))
+            self._positional = not kwargs and all(leaf[0] == "tensor" for leaf in self.leaves) and len(args) == len(self.leaves)
+        return self._positional
 
 
 @contextlib.contextmanager

@@ -6,6 +6,11 @@ defined once per process from the op table (ops.py) with:
 - a fake implementation (output shapes and dtypes only), so torch.compile and torch.export trace
   through a call without running it: no graph break;
 - a backward in PyTorch ops (backward.py), so an applied model trains.
+
+An applied model's graph calls them through `direct(name)`: in eager inference that runs the
+kernel table straight away, without the dispatcher's trip through Python (a custom op implemented
+in Python costs three to four times an aten op's call, which on a launch-bound forward pass ate
+what fusing saved); under torch.compile, export or autograd it is the custom op itself.
 """
 import torch
 
@@ -22,15 +27,18 @@ def _single_or_tuple(outputs):
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
+def _kernel_or_reference(spec, count, reference, args):
+    outputs = TABLE.run(spec, args[:count], args[count:])
+    if outputs is None:
+        outputs = reference(*args)
+    return _single_or_tuple(outputs)
+
+
 def _implementation(spec):
     count, reference = len(spec.inputs), REFERENCES[spec.name]
 
     def run(*args):
-        tensors, scalars = list(args[:count]), list(args[count:])
-        outputs = TABLE.run(spec, tensors, scalars)
-        if outputs is None:
-            outputs = reference(*tensors, *scalars)
-        return _single_or_tuple(outputs)
+        return _kernel_or_reference(spec, count, reference, args)
 
     return run
 
@@ -87,6 +95,41 @@ def define():
         torch.library.register_autograd(qualified, _backward(spec), setup_context=_setup_context(spec),
                                         lib=library)
     _library = library
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _direct(spec, custom):
+    count, reference = len(spec.inputs), REFERENCES[spec.name]
+
+    def call(*args):
+        # A tracer's tensors (fake, functional, proxies) and anything autograd must see take the
+        # custom op; torch.compile reads is_compiling() as a constant and traces only that branch.
+        if torch.compiler.is_compiling():
+            return custom(*args)
+        tensors = args[:count]
+        if any(type(t) not in _PLAIN_TENSORS for t in tensors):
+            return custom(*args)
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return custom(*args)
+        return _kernel_or_reference(spec, count, reference, args)
+
+    call.__name__ = call.__qualname__ = f"autokernel_{spec.name}"
+    call.custom_op = custom  # what tracers and meta propagation call instead
+    return call
+
+
+_direct_calls = {}
+
+
+def direct(name):
+    """What an applied graph calls for operator `name`: the same results as op(name), with the
+    kernel table run directly in eager inference (see the module's docstring)."""
+    call = _direct_calls.get(name)
+    if call is None:
+        call = _direct_calls[name] = _direct(OPS[name], op(name))
+    return call
 
 
 def op(name):

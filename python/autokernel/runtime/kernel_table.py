@@ -118,8 +118,7 @@ class KernelTable:
 
     def run(self, spec, tensors, scalars):
         """The kernel's outputs for this call, or None when PyTorch must run it (counted)."""
-        key = (spec.name, *(t.shape for t in tensors), *(t.stride() for t in tensors), *(t.dtype for t in tensors),
-               *(t.device for t in tensors), *scalars)
+        key = (spec.name, tuple(scalars), *[(t.shape, t.stride(), t.dtype, t.device) for t in tensors])
         entry = self._memo.get(key)
         if entry is None:
             entry = self._memo[key] = self._resolve(spec, tensors, scalars) + (None,)

@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from .abi import DTYPE_NAMES
-from .custom_ops import op as custom_op
+from .custom_ops import direct as direct_op
 from .graph import val
 from .ops import OPS
 
@@ -70,20 +70,32 @@ class Emitter:
     def __call__(self, target, *args, **kwargs):
         args, kwargs = fx.node.map_arg((args, kwargs), self._current)
         with self.graph.inserting_before(self.before):
-            return self.graph.call_function(target, tuple(args), kwargs)
+            node = self.graph.call_function(target, tuple(args), kwargs)
+        node.meta["val"] = _meta_value(target, args, kwargs)
+        return node
 
     def op(self, name, tensors, scalars=()):
         """The custom op's call; a list of its output nodes."""
-        node = self(custom_op(name), *tensors, *[float(s) for s in scalars])
+        node = self(direct_op(name), *tensors, *[float(s) for s in scalars])
         if len(OPS[name].outputs) == 1:
             return [node]
         return [self(operator.getitem, node, i) for i in range(len(OPS[name].outputs))]
 
+    # Each adapter is left out where the traced values show it changes nothing: in eager every
+    # call in the graph costs its dispatch, and a forward pass has hundreds of them.
     def contiguous(self, node):
-        return self(aten.contiguous.default, node)
+        v = val(self._current(node))
+        return node if v is not None and v.is_contiguous() else self(aten.contiguous.default, node)
 
     def reshape(self, node, shape):
-        return self(aten.reshape.default, node, list(shape))
+        v = val(self._current(node))
+        return node if v is not None and tuple(v.shape) == tuple(shape) else self(aten.reshape.default, node, list(shape))
+
+    def movedim(self, node, source, destination):
+        v = val(self._current(node))
+        if v is not None and source % v.dim() == destination % v.dim():
+            return node
+        return self(aten.movedim.int, node, source, destination)
 
     def rows(self, node, rows, width):
         """node viewed as [rows, width], contiguous (the layout the kernels are checked on)."""
@@ -100,7 +112,33 @@ class Emitter:
             index += 1
         self.gm.register_buffer(f"{name}_{index}", tensor, persistent=False)
         with self.graph.inserting_before(self.before):
-            return self.graph.get_attr(f"{name}_{index}")
+            node = self.graph.get_attr(f"{name}_{index}")
+        node.meta["val"] = _as_meta(tensor)
+        return node
+
+
+def _as_meta(value):
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+    return value
+
+
+def _meta_value(target, args, kwargs):
+    """What an emitted node computes, as meta tensors (shapes, strides, dtypes) from its inputs'
+    traced values; None where an input's is unknown or the target does not run on meta tensors."""
+
+    def value(node):
+        v = node.meta.get("val")
+        if v is None:
+            raise LookupError(node)
+        return torch.utils._pytree.tree_map(_as_meta, v)
+
+    try:
+        args, kwargs = fx.node.map_arg((args, kwargs), value)
+        with torch.no_grad():
+            return getattr(target, "custom_op", target)(*args, **kwargs)
+    except Exception:  # unknown: the adapters after it stay
+        return None
 
 
 def probe(node, offset=0.0, generator_seed=0):

@@ -109,10 +109,10 @@ def _emit(x, output, axis, cos, sin, interleaved):
             evens = e(aten.slice.Tensor, t, -1, 0, x_shape[-1], 2)
             odds = e(aten.slice.Tensor, t, -1, 1, x_shape[-1], 2)
             t = e(aten.cat.default, [evens, odds], -1)
-        t = e(aten.movedim.int, t, axis, -2)
+        t = e.movedim(t, axis, -2)
         tables = [e.constant(cos, "autokernel_rotary_cos"), e.constant(sin, "autokernel_rotary_sin")]
         (y,) = e.op("rotary_embedding", [e.contiguous(e.reshape(t, layout))] + tables)
-        y = e(aten.movedim.int, e.reshape(y, moved_shape), -2, axis)
+        y = e.movedim(e.reshape(y, moved_shape), -2, axis)
         if interleaved:
             first = e(aten.slice.Tensor, y, -1, 0, half)
             second = e(aten.slice.Tensor, y, -1, half, x_shape[-1])

@@ -121,6 +121,10 @@ def _bound(target):
     if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten":
         return None
     name = target._schema.name.split("::", 1)[1]
+    if name.startswith("__"):  # torch.__and__ and the like: FX's code cannot name them
+        return None
+    if target is torch.ops.aten.to.dtype_layout:  # Tensor.to takes no layout argument
+        return None
     for binding in _BINDINGS:
         function = getattr(binding, name, None)
         if function is not None:
@@ -156,13 +160,14 @@ def fast_calls(gm):
     """Calls aten ops through their direct Python bindings and drops export's metadata checks:
     what eager runs of a traced graph are made of (torch.compile traces either the same)."""
     for node in list(gm.graph.nodes):
-        if is_check(node):
-            gm.graph.erase_node(node)
+        if is_check(node) or (node.op == "call_module" and node.target == "_guards_fn" and not node.users):
+            gm.graph.erase_node(node)  # export's guards: Capture.accepts checks every call first
         elif node.op == "call_function" and (bound := _bound(node.target)) is not None:
             explicit = _explicit_arguments(node, node.target._schema)
             if explicit is not None:
                 node.args, node.kwargs = explicit
                 node.target = bound
+    _dead_code(gm.graph)  # what only the checks used (tables a replaced rotary computed from)
     gm.recompile()
     return gm
 
