@@ -2,7 +2,10 @@
 runs, and kept by everything it starts (no way back):
 
 - a Triton kernel file, which is Python and runs in the compiler (autokernel_triton.aot);
-- a KernelBench solution, which runs in the solution process (autokernel.kernelbench.solver).
+- a KernelBench solution, which runs in the solution process (autokernel.kernelbench.solver);
+- an agent command (`optimize --agent-cmd`, `kernelbench --agent-cmd`), which the engine starts
+  through `python3 -m autokernel_sandbox --write DIR ... --network -- COMMAND` with its kernel's
+  (or solution's) directory writable and TCP open, for the agent to reach its model's API.
 
 Either may be written by a language model rewarded for speed. What it must not do is change what
 judges it or what a later judgement reads: the engine's binary and Python, the module cache, the
@@ -15,7 +18,7 @@ inherited across fork and exec, irreversible):
   device nodes; the GPU's device files (/dev/nvidia*) opened for reading, writing and ioctls where
   the caller names them (a CUDA process opens some lazily: the stream-ordered allocator's pool at
   its first use);
-- network: no TCP bind or connect (Landlock ABI 4+);
+- network: no TCP bind or connect (Landlock ABI 4+), unless the caller says the code needs it;
 - other processes: no signals to a process outside the confined ones, no connection to an
   abstract UNIX socket outside them (ABI 6+); ptrace of an outside process is denied by every ABI;
 - capabilities: all dropped first, with no_new_privs, so root in a container is no exception
@@ -128,16 +131,17 @@ def gpu_device_files():
     return sorted(os.path.join("/dev", name) for name in os.listdir("/dev") if name.startswith("nvidia"))
 
 
-def confine(writable, devices=()):
+def confine(writable, devices=(), network=False):
     """Confines this process (and all it starts) as the module's doc says, with `writable` the only
     directories it may change and `devices` the device files (or directories of them) it may open
-    to read, write and control. Raises Unconfined when Landlock is unavailable or refuses."""
+    to read, write and control; `network`: TCP stays open (an agent reaching its model's API).
+    Raises Unconfined when Landlock is unavailable or refuses."""
     abi = landlock_abi()
     if abi < 1:
         raise Unconfined(0, "Landlock is not available (Linux 5.13 or later, with landlock among the "
                             "kernel's LSMs, is needed to confine untrusted code)")
     handled_fs = _FS_RIGHTS_BY_ABI[max(a for a in _FS_RIGHTS_BY_ABI if a <= abi)]
-    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
+    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and not network else 0,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     drop_capabilities()
@@ -160,10 +164,10 @@ def confine(writable, devices=()):
         os.close(ruleset)
 
 
-def confine_unless_trusted(writable, devices=()):
-    """confine(writable, devices), or nothing when AUTOKERNEL_UNCONFINED=1 vouches for the code;
-    returns whether the process is confined."""
+def confine_unless_trusted(writable, devices=(), network=False):
+    """confine(writable, devices, network), or nothing when AUTOKERNEL_UNCONFINED=1 vouches for the
+    code; returns whether the process is confined."""
     if os.environ.get("AUTOKERNEL_UNCONFINED") == "1":
         return False
-    confine(writable, devices)
+    confine(writable, devices, network)
     return True

@@ -12,6 +12,7 @@
 #include "cli/kernelbench_score.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "core/sandbox.h"
 #include "core/subprocess.h"
 
 namespace ak::cli::kb {
@@ -185,6 +186,10 @@ void solve_with_agent(const LoopOptions& o, nlohmann::json& row) {
   for (int attempt = 1; attempt <= o.attempts; ++attempt) {
     fs::remove(solution);
     write_file_atomically(prompt, prompt_for(row, last));
+    const fs::path scratch = ws / "tmp";
+    fs::create_directories(scratch);
+    // Confined: it writes its solution in its own directory and nothing else (core/sandbox.h).
+    const ConfinedCommand confined = confined_shell(o.agent_cmd, {ws}, scratch);
     ProcessOptions options;
     options.timeout = std::chrono::seconds(o.agent_timeout_s);
     options.cwd = ws;
@@ -193,7 +198,8 @@ void solve_with_agent(const LoopOptions& o, nlohmann::json& row) {
                    {"AK_KB_PROMPT", prompt.string()},
                    {"AK_KB_ATTEMPT", std::to_string(attempt)},
                    {"AK_KB_LAST_RECORD", last.is_null() ? "" : last_file.string()}};
-    const ProcessResult agent = run_process({"/bin/sh", "-c", o.agent_cmd}, options);
+    options.env.insert(options.env.end(), confined.env.begin(), confined.env.end());
+    const ProcessResult agent = run_process(confined.argv, options);
     if (!agent.ok() || !fs::exists(solution))
       last = failed_record(problem_of(row), solution.string(), "COMPILE_ERROR",
                            "the agent wrote no solution (" + agent.describe() + "): " + agent.tail(1));

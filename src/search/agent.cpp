@@ -10,43 +10,44 @@
 
 #include "core/error.h"
 #include "core/paths.h"
+#include "core/sandbox.h"
 #include "core/subprocess.h"
 
 namespace ak {
 namespace fs = std::filesystem;
 namespace {
 
-// The prompt as a file of its own in the temporary directory, removed on destruction. It lives
-// outside the kernel's directory so that nothing watching that directory (a git status, an
-// agent's own change tracking) takes it for part of the kernel.
-class PromptFile {
+// The agent's scratch directory in the temporary directory, holding the prompt (prompt.md), and
+// its TMPDIR: the confined agent may write there and in the kernel's directory alone. Removed
+// on destruction. It lives outside the kernel's directory so that nothing watching that
+// directory (a git status, an agent's own change tracking) takes the prompt for part of the kernel.
+class AgentScratch {
  public:
-  explicit PromptFile(std::string_view text) {
-    std::string pattern = (fs::temp_directory_path() / "autokernel-prompt-XXXXXX.md").string();
-    const int fd = ::mkstemps(pattern.data(), 3);
-    if (fd < 0)
+  explicit AgentScratch(std::string_view prompt) {
+    std::string pattern = (fs::temp_directory_path() / "autokernel-agent-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
       throw Error(ErrorKind::Io,
-                  "cannot create the agent's prompt file: " + std::string(std::strerror(errno)));
-    ::close(fd);
-    path_ = pattern;
+                  "cannot create the agent's scratch directory: " + std::string(std::strerror(errno)));
+    dir_ = pattern;
     try {
-      write_file_atomically(path_, text);
+      write_file_atomically(prompt_path(), prompt);
     } catch (...) {
       remove();  // the destructor does not run for a constructor that throws
       throw;
     }
   }
-  ~PromptFile() { remove(); }
-  PromptFile(const PromptFile&) = delete;
-  PromptFile& operator=(const PromptFile&) = delete;
-  const fs::path& path() const { return path_; }
+  ~AgentScratch() { remove(); }
+  AgentScratch(const AgentScratch&) = delete;
+  AgentScratch& operator=(const AgentScratch&) = delete;
+  const fs::path& dir() const { return dir_; }
+  fs::path prompt_path() const { return dir_ / "prompt.md"; }
 
  private:
   void remove() noexcept {
     std::error_code ignored;
-    fs::remove(path_, ignored);
+    fs::remove_all(dir_, ignored);
   }
-  fs::path path_;
+  fs::path dir_;
 };
 
 // The kernel's bytes, or nothing when the file is gone or unreadable.
@@ -99,16 +100,18 @@ std::string to_string(AgentStatus status) {
 AgentOutcome run_agent(const AgentTask& task) {
   const fs::path kernel = fs::absolute(task.kernel);
   const std::string before = read_text_file(kernel);
-  const PromptFile prompt(task.prompt);
+  const AgentScratch scratch(task.prompt);
+  const ConfinedCommand confined = confined_shell(task.command, {kernel.parent_path()}, scratch.dir());
 
   ProcessOptions options;
   options.timeout = task.timeout;
   options.cwd = kernel.parent_path();
-  options.stdin_file = prompt.path();
-  options.env = {{"AUTOKERNEL_PROMPT", prompt.path().string()},
+  options.stdin_file = scratch.prompt_path();
+  options.env = {{"AUTOKERNEL_PROMPT", scratch.prompt_path().string()},
                  {"AUTOKERNEL_KERNEL", kernel.string()},
                  {"AUTOKERNEL_OP", task.op}};
-  const ProcessResult run = run_process({"/bin/sh", "-c", task.command}, options);
+  options.env.insert(options.env.end(), confined.env.begin(), confined.env.end());
+  const ProcessResult run = run_process(confined.argv, options);
 
   const std::optional<std::string> now = try_read(kernel);
   AgentOutcome outcome = judge(run, now, before);

@@ -83,8 +83,9 @@ TEST(CudaCheats, TheLoopKeepsNoneOfTheCheatsAnAgentSubmits) {
   std::ofstream(ws / "kernels" / "sum" / "sum.cu") << starter;
   const Plan plan{"test", false, {{"sum", "reduce", "kernels/sum/sum.cu", "4096x1000", "fp16", 0.5}}};
   write_file_atomically(ws / kPlanFile, nlohmann::json(plan).dump());
+  const AgentStateDir state("cuda-cheats-agent-state");
   const std::string agent = "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/cheating.sh' '" +
-                            (ws.parent_path() / "calls").string() + "' cuda";
+                            state.file("calls").string() + "' cuda";
   const auto run =
       run_cli({"optimize", "--workspace", ws.string(), "--backend", "cuda", "--timeout", "120", "--max-time",
                "0.3", "--json", "--agent-cmd", agent, "--agent-timeout", "30", "--patience", "4"},

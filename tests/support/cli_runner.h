@@ -1,6 +1,7 @@
 // Runs the autokernel CLI built beside the tests, as a user would, and reads its JSON.
 #pragma once
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -46,6 +47,23 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   scratch_directories().add(dir);
   return dir;
 }
+
+// A directory for a scripted agent's own state (its call counter). The engine confines an agent
+// to its kernel's directory (core/sandbox.h); this one is added, through AUTOKERNEL_AGENT_WRITABLE,
+// while the object lives, as a user adds an agent's own state directory.
+class AgentStateDir {
+ public:
+  explicit AgentStateDir(const std::string& name) : dir_(scratch_dir(name)) {
+    ::setenv("AUTOKERNEL_AGENT_WRITABLE", dir_.c_str(), 1);
+  }
+  ~AgentStateDir() { ::unsetenv("AUTOKERNEL_AGENT_WRITABLE"); }
+  AgentStateDir(const AgentStateDir&) = delete;
+  AgentStateDir& operator=(const AgentStateDir&) = delete;
+  std::filesystem::path file(const std::string& name) const { return dir_ / name; }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 inline ProcessResult run_cli(std::vector<std::string> args, int timeout_s = 300) {
   args.insert(args.begin(), AK_CLI_PATH);

@@ -2,6 +2,7 @@
 // hang leaves the kernel as it was, a hang leaves no process behind, and the agent gets the prompt.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -109,6 +110,24 @@ TEST(Agent, KillsAHangingAgentAndEverythingItStartedAndRestoresTheKernel) {
   }
   EXPECT_TRUE(gone) << "the agent's `sleep 1000` child (pid " << pid[0] << ") is still running";
   if (!gone) ::kill(std::stoi(pid[0]), SIGKILL);
+}
+
+TEST(Agent, TheAgentWritesItsKernelAndScratchButNothingThatJudgesIt) {
+  const Workspace ws("escapes");
+  const fs::path beside = ws.dir.parent_path() / "results.tsv";
+  const bool existed = fs::exists(beside);
+  ::setenv("AK_TEST_JUDGE_PID", std::to_string(::getpid()).c_str(), 1);
+  const AgentOutcome outcome = ws.run(agent_script("escapes.sh"));
+  ::unsetenv("AK_TEST_JUDGE_PID");
+  ASSERT_EQ(outcome.status, AgentStatus::Edited) << outcome.detail;
+  EXPECT_NE(ws.read("rmsnorm.cu").find("#define THREADS 512"), std::string::npos);
+  const auto report = lines_of(ws.read("escape-report.txt"));
+  EXPECT_EQ(report, (std::vector<std::string>{"tmpdir: allowed", "beside: denied", "signal: denied"}));
+  if (!existed) {
+    EXPECT_FALSE(fs::exists(beside)) << "the agent wrote beside its kernel's directory";
+    std::error_code ignored;
+    fs::remove(beside, ignored);
+  }
 }
 
 TEST(Agent, ReportsUnchangedWhenNothingWasEdited) {

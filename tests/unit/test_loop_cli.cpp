@@ -151,7 +151,8 @@ TEST(LoopCli, KillNineMidExperimentThenResumeLosesNothing) {
 
 TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
   const auto ws = make_workspace("loop-agent");
-  const auto counter = ws.parent_path() / "calls";
+  const test::AgentStateDir state("loop-agent-state");
+  const auto counter = state.file("calls");
   const std::string agent =
       "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/scripted.sh' '" + counter.string() + "'";
   auto args = optimize_args(ws);
@@ -179,7 +180,8 @@ TEST(LoopCli, CheatsAnAgentSubmitsAreNeverKept) {
   GTEST_SKIP() << "the battery's hidden system calls are x86-64";
 #endif
   const auto ws = make_workspace("loop-cheats");
-  const auto counter = ws.parent_path() / "calls";
+  const test::AgentStateDir state("loop-agent-state");
+  const auto counter = state.file("calls");
   const std::string agent =
       "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/cheating.sh' '" + counter.string() + "'";
   auto args = optimize_args(ws);
