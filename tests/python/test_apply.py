@@ -256,6 +256,12 @@ class EagerCalls(WithKernels):
         self.assertIn("autokernel.rmsnorm.default", recorded.names)
         self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
 
+    def test_a_jit_trace_records_the_custom_op(self):
+        x, w = torch.randn(4, 8), torch.randn(8)
+        traced = torch.jit.trace(lambda x, w: custom_ops.direct("rmsnorm")(x, w, 1e-6), (x, w))
+        self.assertIn("autokernel::rmsnorm", str(traced.graph))
+        torch.testing.assert_close(traced(x, w), reference.REFERENCES["rmsnorm"](x, w, 1e-6)[0])
+
     def test_no_adapter_that_changes_nothing_is_emitted(self):
         autokernel.apply(self.model, self.inputs)
         graph = self.model.forward.captures[0].graph.graph

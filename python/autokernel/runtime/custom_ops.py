@@ -106,7 +106,7 @@ def _direct(spec, custom):
     def call(*args):
         # A tracer's tensors (fake, functional, proxies) and anything autograd must see take the
         # custom op; torch.compile reads is_compiling() as a constant and traces only that branch.
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() or torch.jit.is_tracing():  # a trace must record the op
             return custom(*args)
         tensors = args[:count]
         if any(type(t) not in _PLAIN_TENSORS for t in tensors):
