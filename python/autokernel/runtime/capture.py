@@ -16,7 +16,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+# Tensors as eager code has them: a tracer's (fake, functional, proxies) are other types.
+PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
 def _leaf_key(leaf):
@@ -45,7 +46,7 @@ class Capture:
             return False
         if not kwargs and self.positional_tensors:  # the common call, without pytree's cost
             return len(args) == len(self.leaves) and all(
-                type(a) in _PLAIN_TENSORS and (tuple(a.shape), a.dtype, a.device) == leaf[1:]
+                type(a) in PLAIN_TENSORS and (tuple(a.shape), a.dtype, a.device) == leaf[1:]
                 for a, leaf in zip(args, self.leaves))
         spec, leaves = signature(args, kwargs)
         return spec == self.spec and leaves == self.leaves

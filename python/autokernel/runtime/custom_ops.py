@@ -16,6 +16,7 @@ import torch
 
 from . import NAMESPACE
 from .backward import BACKWARDS
+from .capture import PLAIN_TENSORS
 from .kernel_table import TABLE
 from .ops import OPS
 from .reference import REFERENCES
@@ -97,9 +98,6 @@ def define():
     _library = library
 
 
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
-
-
 def _direct(spec, custom):
     count, reference = len(spec.inputs), REFERENCES[spec.name]
 
@@ -109,7 +107,7 @@ def _direct(spec, custom):
         if torch.compiler.is_compiling() or torch.jit.is_tracing():  # a trace must record the op
             return custom(*args)
         tensors = args[:count]
-        if any(type(t) not in _PLAIN_TENSORS for t in tensors):
+        if any(type(t) not in PLAIN_TENSORS for t in tensors):
             return custom(*args)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return custom(*args)
