@@ -43,9 +43,14 @@ class Measurement:
     fallbacks: dict = field(default_factory=dict)
     paired_base_us: Optional[float] = None  # eager: PyTorch alone, timed in the same rounds
 
+    def torch_us(self, base):
+        """PyTorch alone as this variant is compared with it: its paired rounds (eager), else
+        `base`, the mode's one measurement of PyTorch alone."""
+        return self.paired_base_us or base.us
+
     def relative(self, base):
-        """This variant's time over PyTorch's: against its paired rounds where it has them."""
-        reference = self.paired_base_us or base.us
+        """This variant's time over PyTorch's."""
+        reference = self.torch_us(base)
         return self.us / reference if self.us is not None and reference else None
 
 
@@ -137,7 +142,6 @@ class Bench:
             applying.restore(model)
         return m
 
-
     def _paired(self, forward, kernels, traced_only):
         """Medians of the applied model and of PyTorch alone over EAGER_ROUNDS alternating rounds."""
         model, device = self.loaded.model, self.loaded.device
@@ -201,4 +205,4 @@ def _against(m, base):
     its one measurement (compiled modes)."""
     if m.us is None:
         return "no time"
-    return f"{m.us:.0f} µs (PyTorch {m.paired_base_us or base.us:.0f} µs)"
+    return f"{m.us:.0f} µs (PyTorch {m.torch_us(base):.0f} µs)"

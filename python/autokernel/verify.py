@@ -79,9 +79,7 @@ def _modes(args, gpu):
 
 
 def _row(mode, base, ours, kept):
-    # eager: ours and PyTorch timed in the same alternating rounds (decide.py)
-    torch_us = (ours.paired_base_us or base.us) if kept else base.us
-    return {"mode": mode, "torch_us": torch_us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
+    return {"mode": mode, "torch_us": ours.torch_us(base) if kept else base.us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
             "compile_s": base.compile_s, "note": base.note or ours.note}
 
 

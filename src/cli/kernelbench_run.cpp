@@ -182,14 +182,12 @@ void solve_with_agent(const LoopOptions& o, nlohmann::json& row) {
   const fs::path ws = fs::absolute(workspace_of(o, row));
   fs::create_directories(ws);
   const fs::path solution = ws / "solution.py", prompt = ws / "prompt.md", last_file = ws / "eval.json";
+  // Confined: it writes its solution in its own directory and nothing else (core/sandbox.h).
+  const ConfinedCommand confined = confined_shell(o.agent_cmd, {}, ws);
   nlohmann::json last;
   for (int attempt = 1; attempt <= o.attempts; ++attempt) {
     fs::remove(solution);
     write_file_atomically(prompt, prompt_for(row, last));
-    const fs::path scratch = ws / "tmp";
-    fs::create_directories(scratch);
-    // Confined: it writes its solution in its own directory and nothing else (core/sandbox.h).
-    const ConfinedCommand confined = confined_shell(o.agent_cmd, {ws}, scratch);
     ProcessOptions options;
     options.timeout = std::chrono::seconds(o.agent_timeout_s);
     options.cwd = ws;

@@ -38,8 +38,13 @@ ConfinedCommand confined_shell(const std::string& command, std::vector<fs::path>
     confined.argv = {"/bin/sh", "-c", command};
     return confined;
   }
-  std::string tried;
-  const auto python = find_python_running("import ctypes", tried);
+  // Looked up once per process: the loop starts an agent per proposal, and each lookup starts
+  // an interpreter.
+  static const auto [python, tried] = [] {
+    std::string candidates;
+    auto found = find_python_running("import ctypes", candidates);
+    return std::pair(found, candidates);
+  }();
   if (!python)
     throw Error(ErrorKind::Unsupported, "no Python to confine the agent command with (tried " + tried +
                                             "); AUTOKERNEL_UNCONFINED=1 runs it unconfined");

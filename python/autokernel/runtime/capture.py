@@ -10,7 +10,6 @@ was traced for; any other call runs the module's own forward.
 import contextlib
 import warnings
 from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 from torch.utils import _pytree as pytree
@@ -39,7 +38,13 @@ class Capture:
     training: bool
     spec: object = field(repr=False)
     leaves: tuple = field(repr=False)
-    _positional: Optional[bool] = field(default=None, repr=False)
+    # Whether the traced call was tensors passed by position alone (then its leaves are those)
+    positional_tensors: bool = field(init=False, repr=False)
+
+    def __post_init__(self):
+        args, kwargs = self.spec.unflatten(list(self.leaves))
+        self.positional_tensors = (not kwargs and len(args) == len(self.leaves)
+                                   and all(leaf[0] == "tensor" for leaf in self.leaves))
 
     def accepts(self, args, kwargs, training):
         if training != self.training:
@@ -50,14 +55,6 @@ class Capture:
                 for a, leaf in zip(args, self.leaves))
         spec, leaves = signature(args, kwargs)
         return spec == self.spec and leaves == self.leaves
-
-    @property
-    def positional_tensors(self):
-        """Whether the traced call was tensors passed by position alone (then its leaves are those)."""
-        if self._positional is None:
-            args, kwargs = self.spec.unflatten(list(self.leaves))
-            self._positional = not kwargs and all(leaf[0] == "tensor" for leaf in self.leaves) and len(args) == len(self.leaves)
-        return self._positional
 
 
 @contextlib.contextmanager
