@@ -53,7 +53,8 @@ ALL_MODES=default,max-autotune-no-cudagraphs,reduce-overhead
 declare -A MODES=([llama]=${LLAMA_MODES:-$ALL_MODES} [llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
                   [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default}
                   [hf-llama]=${LLAMA_MODES:-$ALL_MODES} [hf-llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead})
-# The share of what is left that each model's verify may use (the GPU-bound model compiles longest).
+# The share of what is left that each model's verify may use (the GPU-bound model compiles longest;
+# VERIFY_SHARE overrides it for every model).
 declare -A SHARE=([llama]=35 [llama-7b-4l]=45 [gpt2]=50 [bert]=50 [hf-llama]=60 [hf-llama-7b-4l]=100)
 MODELS=(llama llama-7b-4l gpt2 bert hf-llama hf-llama-7b-4l)
 
@@ -78,7 +79,7 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
     log "optimize $model ($OPTIMIZE_BUDGET)"
     timeout $(($(left) / 2)) "$AK" optimize --workspace "$ws" --budget "$OPTIMIZE_BUDGET" >"$OUT/$model/optimize.txt" 2>&1
   fi
-  local budget=$(($(left) * SHARE[$model] / 100))
+  local budget=$(($(left) * ${VERIFY_SHARE:-${SHARE[$model]}} / 100))
   ((budget < 30)) && { log "skip $model: $(left) s left"; return 1; }
   log "verify $model (budget ${budget}s, decided in $DECIDE_MODE)"
   # If verify overruns, what the GPU was doing then (a kernel spinning reads 100%).
@@ -86,7 +87,15 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
   (sleep $((budget + 30))
    { nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv; ps -eo pid,ppid,stat,pcpu,wchan:32,args --sort=-pcpu | head -25; } \
      >>"$OUT/$model/overrun.txt" 2>&1
-   pkill -USR1 -f "python3? -m autokernel" || true) &
+   pkill -USR1 -f "python3? -m autokernel" || true
+   # py-spy (carried) reads the stacks from outside, native frames included, whatever holds the
+   # GIL; three dumps 10 s apart tell a slow phase from a stuck one.
+   for _ in 1 2 3; do
+     for pid in $(pgrep -f "python3? -m autokernel"); do
+       timeout 20 py-spy dump --native --pid "$pid" >>"$OUT/$model/overrun.txt" 2>&1
+     done
+     sleep 10
+   done) &
   local watcher=$!
   timeout $((budget + 60)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
     --compile-modes "${MODES[$model]}" --iterations 20 >"$OUT/$model/verify.txt" 2>&1

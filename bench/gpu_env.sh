@@ -24,9 +24,10 @@ build_autokernel() {
   fi
 }
 
-# use_carried_wheels: installs the wheels in .carry/wheels (Liger-Kernel) and .carry/wheels/hf
+# use_carried_wheels: installs the wheels in .carry/wheels (Liger-Kernel, ninja) and .carry/wheels/hf
 # (transformers and its dependencies, scripts/prepare-carry.sh) into /tmp/ak-wheels, without
-# their dependencies (PyTorch's environment has the rest), and puts them on PYTHONPATH. Absent
+# their dependencies (PyTorch's environment has the rest), and puts them on PYTHONPATH (ninja,
+# which builds the custom ops' native kernels, on PATH). Absent
 # wheels are skipped: the rows that need them say "absent".
 use_carried_wheels() {
   local wheels
@@ -36,4 +37,5 @@ use_carried_wheels() {
   ((${#wheels[@]})) || return 0
   python3 -m pip install --quiet --no-index --no-deps --target /tmp/ak-wheels "${wheels[@]}" 2>&1 | tail -3
   export PYTHONPATH=/tmp/ak-wheels${PYTHONPATH:+:$PYTHONPATH}
+  export PATH=$PATH:/tmp/ak-wheels/bin
 }

@@ -3,9 +3,10 @@
 A custom op is opaque to torch.compile's Inductor and can break its fusions, so a kernel that is
 faster alone can make the compiled model slower; and in eager mode a kernel that saves less than
 its call costs makes the model slower. So each kernel is judged by the model's own time in the
-user's mode: the model with every candidate, then without each one in turn. A kernel whose
-removal does not slow the model down is left out, with the two times as the reason; if the kept
-set together is not faster than PyTorch alone, none is plugged in.
+user's mode: the model with every candidate, then without each one in turn, from the set as it
+stands (backward elimination). A kernel whose removal does not slow the model down is left out,
+with the two times as the reason; if the kept set together is not faster than PyTorch alone,
+none is plugged in.
 """
 import faulthandler
 import statistics
@@ -18,7 +19,7 @@ import torch
 
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
-from .timing import forward_in_mode, median_us, reset_compiled
+from .timing import compile_state, forward_in_mode, median_us, reset_compiled
 
 # A variant must be this much faster to count: the medians of two runs of the same model differ
 # by about 1% on a busy machine.
@@ -127,6 +128,7 @@ class Bench:
             forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
             if mode != "eager":
                 self.compiled(mode, m.compile_s)
+                self.progress(f"  compiled in {m.compile_s:.0f} s; {compile_state()}")
             if mode == "eager" and (kernels or traced_only):
                 m.us, m.paired_base_us = self._paired(forward, kernels, traced_only)
             else:
@@ -176,28 +178,38 @@ def decide(bench, mode, candidates, base):
         for name in candidates:
             why[name] = (False, f"not timed in {mode}: {every.note or base.note}")
         return [], why, every
-    kept = list(candidates)
-    if len(candidates) > 1:
-        for name in candidates:
-            if not bench.affordable(mode):
-                why[name] = (True, "kept untested: the budget ran out")
-                continue
-            without = bench.measure(mode, [k for k in candidates if k != name])
-            if without.us is None:
-                why[name] = (True, f"kept: without it, {without.note}")
-            elif without.relative(base) > every.relative(base) * (1 + MARGIN):
-                why[name] = (True, f"the model takes {_against(every, base)} with it, {_against(without, base)} without")
-            else:
-                kept.remove(name)
-                why[name] = (False, f"the model takes {_against(without, base)} without it, {_against(every, base)} with it")
-    final = every if kept == list(candidates) else (bench.measure(mode, kept) if kept else base)
-    if kept and (final.us is None or final.relative(base) >= 1 - MARGIN):
+    kept, current = _eliminate(bench, mode, candidates, every, base, why)
+    if kept and (current.us is None or current.relative(base) >= 1 - MARGIN):
         for name in kept:
-            why[name] = (False, f"together {_against(final, base)}: not faster than PyTorch")
+            why[name] = (False, f"together {_against(current, base)}: not faster than PyTorch")
         return [], why, base
     for name in candidates:
-        why.setdefault(name, (True, f"{_against(final, base)} with it alone"))
-    return kept, why, final
+        why.setdefault(name, (True, f"{_against(current, base)} with it alone"))
+    return kept, why, current
+
+
+def _eliminate(bench, mode, candidates, every, base, why):
+    """Backward elimination: each candidate in turn leaves the set still kept, and stays out when
+    the model is not slower without it. Each comparison is with the set as it stands, so one slow
+    reading (of every candidate at work, say) cannot push every kernel out at once, and the set
+    that remains is the last one measured: no further compile."""
+    kept, current = list(candidates), every
+    if len(candidates) < 2:
+        return kept, current
+    for name in candidates:
+        if not bench.affordable(mode):
+            why[name] = (True, "kept untested: the budget ran out")
+            continue
+        rest = [k for k in kept if k != name]
+        without = bench.measure(mode, rest) if rest else base
+        if without.us is None:
+            why[name] = (True, f"kept: without it, {without.note}")
+        elif without.relative(base) > current.relative(base) * (1 + MARGIN):
+            why[name] = (True, f"the model takes {_against(current, base)} with it, {_against(without, base)} without")
+        else:
+            why[name] = (False, f"the model takes {_against(without, base)} without it, {_against(current, base)} with it")
+            kept, current = rest, without
+    return kept, current
 
 
 def _against(m, base):

@@ -57,7 +57,7 @@ def _copy_kernels(manifest, workspace, target):
 def _copy_runtime(target):
     runtime = target / "runtime"
     runtime.mkdir()
-    for source in sorted(RUNTIME.glob("*.py")):
+    for source in sorted([*RUNTIME.glob("*.py"), *RUNTIME.glob("*.cpp")]):  # .cpp: the native kernels
         shutil.copy2(source, runtime / source.name)
 
 

@@ -2,6 +2,8 @@
 the median wall time. Used by the profile's wall time and by verify's table, in eager mode and
 under torch.compile in each of its modes.
 """
+import gc
+import resource
 import statistics
 import time
 
@@ -49,6 +51,35 @@ def forward_in_mode(model, inputs, mode):
 
 
 def reset_compiled():
-    """Forgets what torch.compile compiled, so the next variant of the model compiles afresh."""
+    """Forgets what torch.compile compiled, so the next variant of the model compiles afresh, and
+    frees what the last compilation left (its graphs hold reference cycles)."""
     if hasattr(torch, "_dynamo"):
         torch._dynamo.reset()
+    gc.collect()
+    pool = _compile_pool()
+    if pool is not None and not pool.use_process_pool():
+        # Until the pool answers, Inductor compiles every Triton kernel here, one at a time: on the
+        # H100 a compile that took 10 s ran past 80 s so (2026-11-25, py-spy). Wait for it instead.
+        try:
+            pool.wait_pool_ready(timeout=60)
+        except Exception:  # a pool that will not start: Inductor compiles here, slowly but correctly
+            pass
+
+
+def _compile_pool():
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+    except ImportError:
+        return None
+    return AsyncCompile if hasattr(AsyncCompile, "use_process_pool") else None
+
+
+def compile_state():
+    """A line on what compiling leaves: the process's peak resident memory and whether Inductor's
+    compile pool takes its Triton kernels (else they compile in this process, one at a time)."""
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    pool = _compile_pool()
+    state = "" if pool is None else (
+        "; Inductor's compile pool in use" if pool.use_process_pool() else
+        "; Inductor's compile pool not ready: kernels compile in this process")
+    return f"peak memory {peak_gb:.1f} GB{state}"

@@ -17,7 +17,8 @@ from . import loading
 from .decide import Bench, decide
 from .loading import BridgeError
 from .replay import replay_timing
-from .runtime import manifest
+from .runtime import custom_ops, manifest
+from .runtime.kernel_table import TABLE
 from .timing import COMPILE_MODES, device_name
 
 # Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
@@ -135,8 +136,11 @@ def verify(args, progress):
     candidates = [k.name for k in registered]
     gpu = loaded.device.type == "cuda"
     modes, decide_mode = _modes(args, gpu)
+    custom_ops.define()
+    implementation = "C++" if TABLE.native is not None else "Python (no native kernels)"
     progress(f"verifying {model['spec']} with {len(candidates)} candidate kernels on {loaded.device}; "
-             f"plugging decided in mode {decide_mode}; modes: eager{''.join(', ' + m for m in modes)}")
+             f"plugging decided in mode {decide_mode}; modes: eager{''.join(', ' + m for m in modes)}; "
+             f"custom ops in {implementation}")
     reference = loading.run_model(loaded)
     bench = Bench(loaded, Settings(args.warmup, args.iterations, args.budget, not args.no_decide), progress)
     rows, outputs, decisions, final = _measure_all(bench, candidates, modes, decide_mode, reference, loaded)
@@ -151,6 +155,7 @@ def verify(args, progress):
         "torch": torch.__version__,
         "passed": all(row["ok"] for row in outputs + graph_outputs),
         "decide_mode": decide_mode,
+        "custom_ops": "native" if TABLE.native is not None else "python",
         "outputs": outputs + graph_outputs,
         "sites": [vars(s) for s in eager_final.sites],
         "kernels": [_kernel_row(e, registered, decisions, final, not_loaded) for e in entries],

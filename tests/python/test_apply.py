@@ -4,6 +4,7 @@ trains with eager's gradients, and every call a kernel was not checked for — a
 dtype, a non-contiguous input — runs PyTorch's op and says so.
 """
 import logging
+import os
 import unittest
 
 import torch
@@ -240,21 +241,35 @@ class Recorded(torch.utils._python_dispatch.TorchDispatchMode):
 
 
 class EagerCalls(WithKernels):
-    def test_inference_runs_the_kernels_without_the_custom_ops_dispatch(self):
+    def test_inference_runs_the_kernels_without_python(self):
         expected = self.eager()
         autokernel.apply(self.model, self.inputs)
+        self.eager()  # the first call of each layout is Python's (it tells the native kernels which kernel)
+        before = TABLE.calls_in_python()
         with Recorded() as recorded:
             got = self.eager()
-        self.assertFalse([n for n in recorded.names if n.startswith("autokernel")], recorded.names)
+        if TABLE.native is not None:  # C++ kernels behind the dispatcher: no call reaches Python
+            self.assertIn("autokernel.rmsnorm.default", recorded.names)
+            self.assertFalse([n for n in recorded.names if "_python" in n], recorded.names)
+            self.assertEqual(TABLE.calls_in_python(), before)
+        else:  # Python kernels: eager inference runs the table without the custom op's dispatch
+            self.assertFalse([n for n in recorded.names if n.startswith("autokernel")], recorded.names)
         self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
         for e, g in zip(expected, got, strict=True):
             self.assertLess(relative_error(e, g), 1e-5)
-        # autograd still sees every op: a forward that needs gradients takes the custom op
+        # autograd still sees every op: a forward that needs gradients takes the custom op (with the
+        # native kernels, its Python twin, which holds the backward)
         TABLE.reset_counts()
         with Recorded() as recorded:
             self.model(*self.inputs)
-        self.assertIn("autokernel.rmsnorm.default", recorded.names)
+        twin = "autokernel._rmsnorm_python.default" if TABLE.native is not None else "autokernel.rmsnorm.default"
+        self.assertIn(twin, recorded.names)
         self.assertEqual(set(TABLE.calls), {k.name for k in self.kernels})
+
+    def test_native_kernels_are_built_unless_asked_not_to(self):
+        custom_ops.define()
+        wanted = os.environ.get("AUTOKERNEL_NATIVE", "1") != "0"
+        self.assertEqual(TABLE.native is not None, wanted)
 
     def test_a_jit_trace_records_the_custom_op(self):
         x, w = torch.randn(4, 8), torch.randn(8)

@@ -115,5 +115,56 @@ class VerifyBudget(unittest.TestCase):
         self.assertFalse(bench.affordable("max-autotune-no-cudagraphs"))
 
 
+class Decide(unittest.TestCase):
+    """Plugging by the whole model's time: backward elimination over the kernel set."""
+
+    class ScriptedBench:
+        """Model times per kernel set, as a compiled mode reads them (no paired rounds)."""
+
+        def __init__(self, times):
+            from autokernel.verify import Settings
+
+            self.times, self.measured = times, []
+            self.settings = Settings(warmup=1, iterations=1, budget_s=0)
+            self.checked = []
+
+        def affordable(self, mode):
+            return True
+
+        def measure(self, mode, kernels=()):
+            from types import SimpleNamespace
+
+            from autokernel.decide import Measurement
+
+            self.measured.append(frozenset(kernels))
+            m = Measurement(mode, tuple(kernels), us=self.times[frozenset(kernels)])
+            m.sites = [SimpleNamespace(kernel=k) for k in kernels]
+            return m
+
+    def test_one_slow_reading_of_the_whole_set_does_not_push_every_kernel_out(self):
+        from autokernel.decide import Measurement, decide
+
+        f = frozenset
+        # every kernel at work read slow once (5729 µs); without a, 3414 µs; b and c each save time
+        times = {f("abc"): 5729.0, f("bc"): 3414.0, f("c"): 3600.0, f("b"): 3650.0}
+        bench = self.ScriptedBench(times)
+        kept, why, final = decide(bench, "default", ["a", "b", "c"], Measurement("default", (), us=3669.0))
+        self.assertEqual(kept, ["b", "c"])
+        self.assertEqual(final.us, 3414.0)  # the set kept is the last one measured: no extra compile
+        self.assertFalse(why["a"][0])
+        self.assertIn("3414 µs (PyTorch 3669 µs) without it", why["a"][1])
+        self.assertTrue(why["b"][0] and why["c"][0])
+        self.assertEqual(bench.measured, [f("abc"), f("bc"), f("c"), f("b")])
+
+    def test_a_set_not_faster_than_pytorch_is_dropped(self):
+        from autokernel.decide import Measurement, decide
+
+        f = frozenset
+        times = {f("ab"): 3700.0, f("b"): 3750.0, f("a"): 3720.0}
+        kept, why, final = decide(self.ScriptedBench(times), "default", ["a", "b"], Measurement("default", (), us=3669.0))
+        self.assertEqual(kept, [])
+        self.assertIn("not faster than PyTorch", why["a"][1])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -78,6 +78,11 @@ class KernelModule:
         # kept per layout and only the data pointers and the stream change (the hot path).
         self._calls = {}
 
+    @property
+    def entry_point(self):
+        """ak_launch's address, for the native kernels (native.py) to call it without Python."""
+        return ctypes.cast(self._launch, ctypes.c_void_p).value
+
     def _call_for(self, inputs, outputs, scalars):
         key = (_layout(inputs), _layout(outputs), tuple(scalars))
         call = self._calls.get(key)

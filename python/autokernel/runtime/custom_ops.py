@@ -14,7 +14,7 @@ what fusing saved); under torch.compile, export or autograd it is the custom op 
 """
 import torch
 
-from . import NAMESPACE
+from . import NAMESPACE, native
 from .backward import BACKWARDS
 from .capture import PLAIN_TENSORS
 from .kernel_table import TABLE
@@ -81,24 +81,53 @@ def _backward(spec):
     return backward
 
 
+def _define_in_python(library, spec, name):
+    """<namespace>::<name> with spec's schema, implemented in Python (with its backward)."""
+    qualified = f"{NAMESPACE}::{name}"
+    library.define(spec.schema(name))
+    for key in ("CPU", "CUDA"):
+        library.impl(name, _implementation(spec), key)
+    torch.library.register_fake(qualified, _fake(spec), lib=library)
+    torch.library.register_autograd(qualified, _backward(spec), setup_context=_setup_context(spec), lib=library)
+
+
+def twin_name(name):
+    return f"_{name}_python"
+
+
 def define():
     """Defines <namespace>::<op> for the nine operators, once per process."""
     global _library
     if _library is not None:
         return
     library = torch.library.Library(NAMESPACE, "DEF")
+    compiled = native.load()
     for spec in OPS.values():
-        qualified = f"{NAMESPACE}::{spec.name}"
+        if compiled is None:
+            _define_in_python(library, spec, spec.name)
+            continue
+        _define_in_python(library, spec, twin_name(spec.name))
         library.define(spec.schema())
-        for key in ("CPU", "CUDA"):
-            library.impl(spec.name, _implementation(spec), key)
-        torch.library.register_fake(qualified, _fake(spec), lib=library)
-        torch.library.register_autograd(qualified, _backward(spec), setup_context=_setup_context(spec),
-                                        lib=library)
+        torch.library.register_fake(f"{NAMESPACE}::{spec.name}", _fake(spec), lib=library)
+        compiled.install(spec.name, twin_name(spec.name), len(spec.inputs), len(spec.scalars))
+    TABLE.attach_native(compiled)
     _library = library
 
 
+def _native_direct(custom):
+    raw = custom._op  # the dispatcher's entry, without OpOverload's Python frame
+
+    def call(*args):
+        if torch.compiler.is_compiling():  # torch.compile traces the OpOverload
+            return custom(*args)
+        return raw(*args)
+
+    return call
+
+
 def _direct(spec, custom):
+    if TABLE.native is not None:
+        return _native_direct(custom)
     count, reference = len(spec.inputs), REFERENCES[spec.name]
 
     def call(*args):
@@ -113,8 +142,6 @@ def _direct(spec, custom):
             return custom(*args)
         return _kernel_or_reference(spec, count, reference, args)
 
-    call.__name__ = call.__qualname__ = f"autokernel_{spec.name}"
-    call.custom_op = custom  # what tracers and meta propagation call instead
     return call
 
 
@@ -122,11 +149,14 @@ _direct_calls = {}
 
 
 def direct(name):
-    """What an applied graph calls for operator `name`: the same results as op(name), with the
-    kernel table run directly in eager inference (see the module's docstring)."""
+    """What an applied graph calls for operator `name`: the same results as op(name), at the least
+    cost per call that eager inference allows (see the module's docstring)."""
     call = _direct_calls.get(name)
     if call is None:
-        call = _direct_calls[name] = _direct(OPS[name], op(name))
+        call = _direct(OPS[name], op(name))
+        call.__name__ = call.__qualname__ = f"autokernel_{name}"
+        call.custom_op = op(name)  # what tracers and meta propagation call instead
+        _direct_calls[name] = call
     return call
 
 

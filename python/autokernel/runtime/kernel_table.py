@@ -5,8 +5,13 @@ architecture it was built for. A call of a custom op runs a kernel only when one
 exactly that call's problem and dtype on this device's architecture, and only on contiguous
 inputs of one dtype (the layout the harness checked); any other call runs PyTorch's own op
 (reference.py) and is counted, with its reason logged once.
+
+With the native kernels (native.py), each kernel that runs a call here is handed to them with the
+call struct it filled, and the later calls of that layout never reach this table: they are
+counted in C++, in a counter of the kernel's kept here.
 """
 import collections
+import ctypes
 import functools
 import logging
 import pathlib
@@ -69,9 +74,32 @@ class KernelTable:
         # (op, every input's shape, dtype and device, scalars) -> (Kernel, output shapes and dtypes,
         # the prepared call struct) or (None, why PyTorch runs it, None)
         self._memo = {}
-        self.calls = collections.Counter()  # kernel name -> calls it ran
+        self._calls = collections.Counter()  # kernel name -> calls it ran here
+        self._native_calls = {}  # kernel name -> ctypes.c_int64 the C++ kernels count in (never freed)
         self.fallbacks = collections.Counter()  # (op, reason) -> calls PyTorch ran instead
         self._logged = set()
+        self.native = None
+
+    def attach_native(self, native):
+        self.native = native
+
+    @property
+    def calls(self):
+        """Kernel name -> the calls it ran, here and in C++."""
+        counted = collections.Counter(self._calls)
+        for name, counter in self._native_calls.items():
+            if counter.value:
+                counted[name] += counter.value
+        return counted
+
+    def calls_in_python(self):
+        """Kernel name -> the calls it ran here (without the native kernels' own)."""
+        return dict(self._calls)
+
+    def _changed(self):
+        self._memo.clear()
+        if self.native is not None:
+            self.native.clear()
 
     def add(self, kernel):
         for problem, dtype in kernel.problems:
@@ -81,11 +109,11 @@ class KernelTable:
                 log.info("%s: %s %s %s now served by %s (was %s)", NAMESPACE, kernel.op, problem, dtype,
                          kernel.name, previous.name)
             self._kernels[key] = kernel
-        self._memo.clear()
+        self._changed()
 
     def remove(self, kernel):
         self._kernels = {k: v for k, v in self._kernels.items() if v is not kernel}
-        self._memo.clear()
+        self._changed()
 
     def find(self, op, problem, dtype, arch):
         return self._kernels.get((op, problem, dtype, arch))
@@ -94,7 +122,9 @@ class KernelTable:
         return any(key[:3] == (op, problem, dtype) for key in self._kernels)
 
     def reset_counts(self):
-        self.calls.clear()
+        self._calls.clear()
+        for counter in self._native_calls.values():
+            counter.value = 0
         self.fallbacks.clear()
 
     def _resolve(self, spec, tensors, scalars):
@@ -133,7 +163,10 @@ class KernelTable:
         code = kernel.launcher().launch(tensors, outputs, scalars, call)
         if code != 0:
             return self._fallback(spec.name, f"{kernel.name} returned {code}", unexpected=True)
-        self.calls[kernel.name] += 1
+        self._calls[kernel.name] += 1
+        if self.native is not None:  # the C++ kernel that called here (if one did) keeps this layout
+            counter = self._native_calls.setdefault(kernel.name, ctypes.c_int64(0))
+            self.native.remember(kernel.launcher().entry_point, call, counter)
         return outputs
 
     def _fallback(self, op, reason, unexpected=False):

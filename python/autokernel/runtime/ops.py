@@ -52,11 +52,11 @@ class OpSpec:
             for shape, dtype in zip(self.output_shapes(dims), dtypes)
         ]
 
-    def schema(self):
-        """The torch.library schema of autokernel::<name>."""
+    def schema(self, name=None):
+        """The torch.library schema of autokernel::<name> (or of another op of the same signature)."""
         args = [f"Tensor {n}" for n in self.inputs] + [f"float {n}" for n in self.scalars]
         returns = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join(["Tensor"] * len(self.outputs)) + ")"
-        return f"{self.name}({', '.join(args)}) -> {returns}"
+        return f"{name or self.name}({', '.join(args)}) -> {returns}"
 
 
 def _rows(shapes):
