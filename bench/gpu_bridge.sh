@@ -40,6 +40,8 @@ want() { [[ " $PARTS " == *" $1 "* ]]; }
 } 2>&1 | tee "$OUT/bridge.log"
 
 log build
+# A warm machine keeps /tmp from the last call: its workspaces would be extracted into again.
+rm -rf /tmp/bridge-*
 build_autokernel || exit 1
 use_carried_wheels >>"$OUT/bridge.log"
 
@@ -74,7 +76,8 @@ profile() {  # MODEL: profile into its workspace; with `profiles`, also ship it
 table() {  # MODEL: extract, optionally optimize, and verify within its share of the time left
   local model=$1 ws=/tmp/bridge-$1
   [[ -f $ws/profile.json ]] || profile "$model" || return 1
-  timeout 60 "$AK" extract --top "$TOP" --workspace "$ws" >"$OUT/$model/extract.txt" 2>&1 || return 1
+  timeout 60 "$AK" extract --top "$TOP" --workspace "$ws" >"$OUT/$model/extract.txt" 2>&1 ||
+    { log "extract $model failed: $(tail -1 "$OUT/$model/extract.txt")"; return 1; }
   if [[ -n $OPTIMIZE_BUDGET ]]; then
     log "optimize $model ($OPTIMIZE_BUDGET)"
     timeout $(($(left) / 2)) "$AK" optimize --workspace "$ws" --budget "$OPTIMIZE_BUDGET" >"$OUT/$model/optimize.txt" 2>&1
