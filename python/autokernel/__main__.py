@@ -1,5 +1,5 @@
 """The bridge's entry point, run by the C++ CLI as `python3 -m autokernel <command> ...`
-(profile, verify, export).
+(profile, verify, export, prepare).
 
 Progress goes to stderr as lines; results go to the files the command names. A failure is one
 line, `autokernel: <reason>`, with exit code 2 for bad input and 1 for anything else.
@@ -12,7 +12,7 @@ import signal
 import sys
 import traceback
 
-COMMANDS = ("profile", "verify", "export")
+COMMANDS = ("profile", "verify", "export", "prepare")
 
 
 def _progress(line):

@@ -8,9 +8,11 @@
 #include "cli/command.h"
 #include "cli/print.h"
 #include "core/error.h"
-#include "harness/experiment_server.h"
+#include "harness/results_log.h"
+#include "loop/executor.h"
 #include "loop/orchestrator.h"
 #include "loop/plan.h"
+#include "loop/worker_stats.h"
 #include "runtime/ceilings_cache.h"
 #include "search/budget.h"
 #include "search/strategy.h"
@@ -30,7 +32,8 @@ struct OptimizeOptions {
   std::string workspace = "workspace";
   bool suite = false, resume = false, restart = false, json = false;
   std::vector<std::string> ops;
-  std::string backend = "auto", budget, kernel_budget, arch;
+  std::string backend = "auto", budget, kernel_budget, arch, gpus, ray;
+  int workers = 0;  // host backend: measuring processes
   LoopSettings settings;
   int timeout_s = 120, agent_timeout_s = 600, jobs = 0;
   double max_time_s = 1.0;  // the keep rule uses the median's standard error: ~1 s of samples is plenty
@@ -81,12 +84,55 @@ void print_kernel(const KernelState& k, bool starting) {
   }
 }
 
-void print_experiment(const KernelState& k, const Outcome& o, const ExperimentResult& r) {
-  std::cout << "[" << std::setw(4) << o.experiment << "] " << std::left << std::setw(10) << o.decision
-            << std::right << (o.config.empty() ? "(defaults)" : o.config) << "  " << summary_line(r);
+void print_experiment(const KernelState& k, const Outcome& o, const ExperimentResult& r, bool name_worker) {
+  std::cout << "[" << std::setw(4) << o.experiment << "] ";
+  if (name_worker) std::cout << std::left << std::setw(6) << (o.worker.empty() ? "-" : o.worker) << " ";
+  std::cout << std::left << std::setw(10) << o.decision << std::right
+            << (o.config.empty() ? "(defaults)" : o.config) << "  " << summary_line(r);
   if (o.decision == "kept" && k.baseline_us > 0)
     std::cout << "  -> " << std::fixed << std::setprecision(3) << k.baseline_us / k.best_us << "x baseline";
   std::cout << std::endl;
+}
+
+ExecutorOptions executor_options(const OptimizeOptions& o, Backend backend, const std::string& device) {
+  ExecutorOptions e;
+  e.backend = backend;
+  e.build_jobs = o.jobs;
+  e.device_model = device;
+  if (o.workers > 0 && backend != Backend::Host)
+    throw Error(ErrorKind::Usage,
+                "--workers is for the host backend (CUDA: --gpus, or every GPU with --ray)");
+  e.host_workers = std::max(1, o.workers);
+  if (!o.ray.empty()) {
+    e.kind = "ray";
+    e.ray_address = o.ray;
+    return e;
+  }
+  if (!o.gpus.empty()) {
+    if (backend != Backend::Cuda)
+      throw Error(ErrorKind::Usage, "--gpus is for the CUDA backend (host: --workers)");
+    e.gpus = parse_gpu_list(o.gpus, visible_devices(backend));
+  }
+  return e;
+}
+
+void print_workers(const Executor& executor) {
+  const auto& workers = executor.workers();
+  if (workers.size() < 2) return;
+  std::cout << workers.size() << " workers:";
+  for (const auto& w : workers)
+    std::cout << " " << w.name << (w.name.find(w.host) == std::string::npos ? "@" + w.host : "");
+  std::cout << " (" << workers.front().model << ")" << std::endl;
+}
+
+// This session's experiments per hour on each worker, from results.tsv.
+void print_worker_rates(const std::string& workspace, double started_at) {
+  std::cout << "per worker:";
+  for (const auto& w :
+       worker_stats(read_results(std::filesystem::path(workspace) / kResultsFile), started_at))
+    std::cout << "  " << w.worker << " " << w.experiments << " (" << std::fixed << std::setprecision(0)
+              << w.per_hour << "/h)";
+  std::cout << "\n";
 }
 
 int run_optimize(OptimizeOptions o) {
@@ -113,25 +159,30 @@ int run_optimize(OptimizeOptions o) {
   env.timeout = std::chrono::seconds(o.timeout_s);
   env.agent_timeout = std::chrono::seconds(o.agent_timeout_s);
   env.max_timing_s = o.max_time_s;
-  env.jobs = o.jobs;
   if (session.duration != std::chrono::steady_clock::duration::max())
     env.session_budget_s = std::chrono::duration<double>(session.duration).count();
   env.session_max_experiments = static_cast<int>(session.experiments);
   if (!o.resume) state.settings.kernel_budget_s = seconds_of(o.kernel_budget);
   runtime.reset();  // the experiments own the device from here on
-  ExperimentServer server;
-  env.server = &server;
+  const auto executor = make_executor(executor_options(o, backend, device));
+  env.executor = executor.get();
   env.stop = &g_stop;
   if (!o.json) {
     env.on_kernel = print_kernel;
-    env.on_experiment = print_experiment;
+    env.on_note = [](const std::string& note) { std::cout << "       " << note << std::endl; };
+    env.on_experiment = [multi = executor->workers().size() > 1](const KernelState& k, const Outcome& out,
+                                                                 const ExperimentResult& r) {
+      print_experiment(k, out, r, multi);
+    };
     std::cout << "run " << state.branch << " in " << o.workspace << " on " << device << ": "
               << state.kernels.size() << " kernels, proposer " << state.settings.proposer
               << (state.settings.proposer == "search" ? " (" + state.settings.strategy + ")" : "")
               << std::endl;
+    print_workers(*executor);
   }
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
+  const double started_at = state.elapsed_s;
   run_loop(state, env);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
@@ -144,6 +195,7 @@ int run_optimize(OptimizeOptions o) {
               << std::setprecision(3) << state.projected_speedup << "x"
               << (g_stop ? " (stopped; continue with --resume)" : "") << "\n"
               << "details: autokernel report --workspace " << o.workspace << "\n";
+    if (executor->workers().size() > 1) print_worker_rates(o.workspace, started_at);
   }
   return 0;
 }
@@ -193,7 +245,21 @@ Command optimize_command() {
             ->check(CLI::PositiveNumber);
         app.add_option("--max-time", o->max_time_s, "seconds of timing samples at most per experiment")
             ->check(CLI::PositiveNumber);
-        app.add_option("--jobs", o->jobs, "parallel builds (default: hardware threads)");
+        app.add_option("--jobs", o->jobs,
+                       "parallel builds (default: the cores the measuring processes leave, else all)");
+        auto* gpus =
+            app.add_option("--gpus", o->gpus,
+                           "measure on these GPUs at once, one experiment per GPU: 'all' or e.g. 0,2 "
+                           "(default: the one GPU CUDA picks); they must be of one model");
+        app.add_option(
+               "--workers", o->workers,
+               "host backend: measuring processes at once, or with --ray, actors (they share a CPU, so "
+               "their times are noisier: for trying the executor, not for timings)")
+            ->check(CLI::Range(1, 64));
+        app.add_option("--ray", o->ray,
+                       "measure on every GPU of a Ray cluster: 'auto' (the cluster `ray start` joined this "
+                       "machine to), an address host:port, or 'local' (a cluster of this machine alone)")
+            ->excludes(gpus);
         app.add_option("--arch", o->arch, "CUDA architecture to build for (default: the device's own)");
         app.add_flag("--json", o->json, "print the run's final state as JSON instead of progress lines");
         return [o] { return run_optimize(*o); };

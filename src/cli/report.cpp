@@ -17,8 +17,10 @@
 #include "core/paths.h"
 #include "core/python.h"
 #include "core/subprocess.h"
+#include "harness/results_log.h"
 #include "loop/alternatives.h"
 #include "loop/run_state.h"
+#include "loop/worker_stats.h"
 
 namespace ak::cli {
 namespace {
@@ -87,7 +89,30 @@ void print_winners(std::ostream& out, const nlohmann::json& winners) {
   }
 }
 
-nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plot) {
+nlohmann::json workers_json(const std::vector<WorkerStats>& workers) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& w : workers)
+    list.push_back({{"worker", w.worker},
+                    {"experiments", w.experiments},
+                    {"passed", w.passed},
+                    {"kept", w.kept},
+                    {"experiments_per_hour", w.per_hour}});
+  return list;
+}
+
+// With several workers (GPUs, Ray actors), what each one measured.
+void print_workers(std::ostream& out, const std::vector<WorkerStats>& workers) {
+  if (workers.size() < 2) return;
+  std::vector<std::vector<std::string>> rows = {{"worker", "exps", "passed", "kept", "per hour"}};
+  for (const auto& w : workers)
+    rows.push_back({w.worker, std::to_string(w.experiments), std::to_string(w.passed), std::to_string(w.kept),
+                    fixed(w.per_hour, 1)});
+  out << "\n";
+  print_table(out, rows, {false, true, true, true, true});
+}
+
+nlohmann::json report_json(const RunState& s, const std::vector<WorkerStats>& workers,
+                           const std::optional<fs::path>& plot) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : s.kernels) {
     const double speedup = speedup_of(k);
@@ -123,10 +148,11 @@ nlohmann::json report_json(const RunState& s, const std::optional<fs::path>& plo
             {"experiments_per_hour", experiments_per_hour(s)},
             {"share_covered", share_covered(s)},
             {"projected_speedup", projected_speedup(s.kernels)}}},
+          {"workers", workers_json(workers)},
           {"plot", plot ? nlohmann::json(plot->string()) : nlohmann::json(nullptr)}};
 }
 
-void print_report(std::ostream& out, const RunState& s) {
+void print_report(std::ostream& out, const RunState& s, const std::vector<WorkerStats>& workers) {
   out << "run " << s.name;
   if (!s.device.empty()) out << " on " << s.device << (s.backend.empty() ? "" : " (" + s.backend + ")");
   if (!s.branch.empty()) out << ", branch " << s.branch;
@@ -154,6 +180,7 @@ void print_report(std::ostream& out, const RunState& s) {
       << fixed(experiments_per_hour(s), 1) << "/hour); projected end-to-end speedup "
       << fixed(projected_speedup(s.kernels), 2, "x") << " (Amdahl, the kernels are "
       << fixed(100 * share_covered(s), 1, "%") << " of the model's time)\n";
+  print_workers(out, workers);
 }
 
 // Returns false when no Python can plot and the plot was not asked for by name: the table is the
@@ -192,10 +219,11 @@ int run_report(const ReportOptions& o) {
   const RunState state = load_run_state(workspace);
   const fs::path plot = o.plot.empty() ? workspace / "reports" / "progress.png" : fs::path(o.plot);
   const std::optional<fs::path> planned = o.no_plot ? std::nullopt : std::optional(plot);
+  const auto workers = worker_stats(read_results(workspace / kResultsFile));
   if (o.json)
-    std::cout << report_json(state, planned).dump(2) << std::endl;
+    std::cout << report_json(state, workers, planned).dump(2) << std::endl;
   else
-    print_report(std::cout, state);
+    print_report(std::cout, state, workers);
   std::cout.flush();  // the table comes before any error from the plot, also through a pipe
   if (!planned) return 0;
   if (draw_plot(workspace, plot, projected_speedup(state.kernels), !o.plot.empty()) && !o.json)

@@ -87,4 +87,8 @@ void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeo
   if (!run.ok()) throw Error(run.exit_code == 2 ? ErrorKind::Usage : ErrorKind::Io, bridge_reason(run));
 }
 
+std::future<void> start_bridge(std::vector<std::string> args, std::chrono::seconds timeout) {
+  return std::async(std::launch::async, [args = std::move(args), timeout] { run_bridge(args, timeout); });
+}
+
 }  // namespace ak

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <future>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,5 +25,9 @@ std::optional<std::string> find_python_running(const std::string& code, std::str
 // a PyTorch, Error(Timeout) past `timeout`, and otherwise, when it fails, an error carrying the
 // bridge's own one-line reason: Usage for its exit code 2, Io for the rest.
 void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout);
+
+// The same, started on a thread of its own: the future holds what run_bridge would have thrown.
+// Its destructor waits for the bridge (which `timeout` bounds).
+std::future<void> start_bridge(std::vector<std::string> args, std::chrono::seconds timeout);
 
 }  // namespace ak

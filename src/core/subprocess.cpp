@@ -91,21 +91,6 @@ class InputFile {
   int fd_;
 };
 
-// This process's environment with `overrides` applied, as NAME=VALUE strings.
-std::vector<std::string> child_environment(
-    const std::vector<std::pair<std::string, std::string>>& overrides) {
-  std::vector<std::string> entries;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    const std::string_view text(*entry);
-    const std::string_view name = text.substr(0, text.find('='));
-    const bool replaced =
-        std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == name; });
-    if (!replaced) entries.emplace_back(text);
-  }
-  for (const auto& [name, value] : overrides) entries.push_back(name + "=" + value);
-  return entries;
-}
-
 std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
   std::vector<char*> pointers;
   for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
@@ -132,7 +117,7 @@ pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& options,
 
   std::vector<char*> args = pointers_to(argv);
   std::vector<std::string> env_strings;
-  if (!options.env.empty()) env_strings = child_environment(options.env);
+  if (!options.env.empty()) env_strings = environment_with(options.env);
   std::vector<char*> env = pointers_to(env_strings);
   pid_t pid = -1;
   const int rc =
@@ -230,6 +215,19 @@ void write_fully(int fd, std::string_view bytes) {
 }
 
 }  // namespace
+
+std::vector<std::string> environment_with(const EnvOverrides& overrides) {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const std::string_view text(*entry);
+    const std::string_view name = text.substr(0, text.find('='));
+    const bool replaced =
+        std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == name; });
+    if (!replaced) entries.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) entries.push_back(name + "=" + value);
+  return entries;
+}
 
 std::string ProcessResult::describe() const {
   std::ostringstream out;

@@ -15,6 +15,8 @@
 
 namespace ak {
 
+using EnvOverrides = std::vector<std::pair<std::string, std::string>>;
+
 struct ProcessOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::filesystem::path cwd;                           // empty: inherit
@@ -22,7 +24,7 @@ struct ProcessOptions {
   size_t max_output = 1 << 20;                         // bytes of output kept
   // Variables set for the child on top of this process's environment (a name given here
   // replaces the inherited one).
-  std::vector<std::pair<std::string, std::string>> env;
+  EnvOverrides env;
   std::filesystem::path stdin_file;  // the child's stdin; empty: /dev/null
 };
 
@@ -71,12 +73,17 @@ class LineReader {
 // Writes line + '\n' entirely; false when the reader has gone (never raises SIGPIPE on a socket).
 bool write_line(int fd, std::string_view line);
 
+// This process's environment with `overrides` applied (a name given there replaces the inherited
+// one), as NAME=VALUE strings.
+std::vector<std::string> environment_with(const EnvOverrides& overrides);
+
 // A long-lived child process spoken to in lines: its stdin and stdout are one socket to this
 // process; stderr is inherited. It runs in its own process group, which the destructor kills
 // before reaping the child: nothing is left behind.
 class LineProcess {
  public:
-  explicit LineProcess(const std::vector<std::string>& argv);  // throws Error(Io)
+  // `env`: variables set for the child on top of this process's environment. Throws Error(Io).
+  explicit LineProcess(const std::vector<std::string>& argv, const EnvOverrides& env = {});
   ~LineProcess();
   LineProcess(const LineProcess&) = delete;
   LineProcess& operator=(const LineProcess&) = delete;

@@ -25,7 +25,7 @@ std::string describe_status(int status) {
   return r.describe();
 }
 
-pid_t spawn_with_socket(const std::vector<std::string>& argv, int child_end) {
+pid_t spawn_with_socket(const std::vector<std::string>& argv, int child_end, const EnvOverrides& env) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, child_end, STDIN_FILENO);
@@ -37,8 +37,16 @@ pid_t spawn_with_socket(const std::vector<std::string>& argv, int child_end) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  std::vector<char*> env_pointers;
+  if (!env.empty()) {
+    env_strings = environment_with(env);
+    for (auto& entry : env_strings) env_pointers.push_back(entry.data());
+    env_pointers.push_back(nullptr);
+  }
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int rc =
+      posix_spawnp(&pid, args[0], &actions, &attr, args.data(), env.empty() ? environ : env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw Error(ErrorKind::Io, "cannot start '" + argv[0] + "': " + std::strerror(rc));
@@ -94,13 +102,13 @@ bool write_line(int fd, std::string_view line) {
   return true;
 }
 
-LineProcess::LineProcess(const std::vector<std::string>& argv) {
+LineProcess::LineProcess(const std::vector<std::string>& argv, const EnvOverrides& env) {
   if (argv.empty()) throw Error(ErrorKind::Internal, "LineProcess: empty argv");
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
     throw Error(ErrorKind::Io, std::string("socketpair: ") + std::strerror(errno));
   try {
-    pid_ = spawn_with_socket(argv, ends[1]);
+    pid_ = spawn_with_socket(argv, ends[1], env);
   } catch (...) {
     ::close(ends[0]);
     ::close(ends[1]);

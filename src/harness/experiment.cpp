@@ -105,7 +105,8 @@ void time_primary(const CheckContext& ctx, const ExperimentRequest& req, size_t 
   TimedSlots slots(ctx, req.problem, std::move(pool), slot_count);
   result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing);
   const auto check_start = std::chrono::steady_clock::now();
-  const CheckOutcome after = slots.verify(slots.pick_slot());
+  CheckOutcome after = slots.verify(slots.pick_slot());
+  if (std::string foreign = slots.check_unlaunched(); after.ok && !foreign.empty()) after = {false, foreign};
   result.check_seconds = seconds_since(check_start);
   if (!after.ok) {
     result.status = Status::Fail;

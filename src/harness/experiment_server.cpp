@@ -2,9 +2,16 @@
 // when it dies.
 #include "harness/experiment_server.h"
 
+#include <sched.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 
+#include "core/error.h"
 #include "core/paths.h"
 #include "core/subprocess.h"
 
@@ -30,17 +37,34 @@ ExperimentResult lost_result(Status status, const std::string& stage, std::strin
 
 struct ExperimentServer::Impl {
   std::filesystem::path executable;
+  ServerPlacement placement;
   std::unique_ptr<LineProcess> process;
+  std::atomic<pid_t> running{0};  // the server's pid, for abort() from another thread
+  std::atomic<bool> aborted{false};
 
   void start() {
-    process =
-        std::make_unique<LineProcess>(std::vector<std::string>{executable.string(), "worker", "--serve"});
+    process = std::make_unique<LineProcess>(
+        std::vector<std::string>{executable.string(), "worker", "--serve"}, placement.env);
+    running = process->pid();
+    pin(process->pid());
+  }
+
+  // Before any request: the judges it forks and their launchers inherit the mask.
+  void pin(pid_t pid) const {
+    if (placement.cpus.empty()) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : placement.cpus) CPU_SET(cpu, &set);
+    if (::sched_setaffinity(pid, sizeof set, &set) != 0)
+      throw Error(ErrorKind::Io,
+                  "cannot pin the experiment server to its cores: " + std::string(std::strerror(errno)));
   }
 
   // The result, or nothing when the server died (its end is then in `ended`). A server that
   // stops answering is killed and the experiment counts as TIMEOUT.
   std::optional<ExperimentResult> attempt(const ExperimentRequest& request, std::chrono::seconds timeout,
                                           const Progress& progress, std::string& stage, std::string& ended) {
+    if (aborted) return lost_result(Status::Lost, stage, "aborted: the loop is stopping its workers");
     if (!process) start();
     stage = "prepare";
     const nlohmann::json message = {{"request", request}, {"timeout_s", timeout.count()}};
@@ -50,6 +74,7 @@ struct ExperimentServer::Impl {
       std::string line;
       for (LineRead read; (read = process->read_line(line, deadline)) != LineRead::Closed;) {
         if (read == LineRead::TimedOut) {
+          running = 0;
           process.reset();
           return lost_result(
               Status::Timeout, stage,
@@ -66,14 +91,17 @@ struct ExperimentServer::Impl {
         }
       }
     }
+    running = 0;
     ended = process->stop();
     process.reset();
     return std::nullopt;
   }
 };
 
-ExperimentServer::ExperimentServer(std::filesystem::path executable) : impl_(std::make_unique<Impl>()) {
+ExperimentServer::ExperimentServer(std::filesystem::path executable, ServerPlacement placement)
+    : impl_(std::make_unique<Impl>()) {
   impl_->executable = executable.empty() ? self_executable() : std::move(executable);
+  impl_->placement = std::move(placement);
   impl_->start();
 }
 
@@ -83,13 +111,19 @@ pid_t ExperimentServer::server_pid() const {
   return impl_->process ? impl_->process->pid() : 0;
 }
 
+void ExperimentServer::abort() {
+  impl_->aborted = true;
+  if (const pid_t pid = impl_->running.load(); pid > 0) ::kill(-pid, SIGKILL);
+}
+
 ExperimentResult ExperimentServer::run(const ExperimentRequest& request, std::chrono::seconds timeout,
                                        const Progress& progress) {
   std::string stage, ended;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (auto result = impl_->attempt(request, timeout, progress, stage, ended)) return *result;
+    if (impl_->aborted) return lost_result(Status::Lost, stage, "aborted: the loop is stopping its workers");
   }
-  return lost_result(Status::Crash, stage,
+  return lost_result(Status::Lost, stage,
                      "the experiment server ended twice (" + ended + ") during " + stage);
 }
 

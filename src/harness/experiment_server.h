@@ -20,24 +20,36 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/subprocess.h"
 #include "harness/experiment.h"
 
 namespace ak {
+
+// Where a server runs: variables for its environment (CUDA_VISIBLE_DEVICES names its GPU) and the
+// CPU cores it and every process it starts (the judges, their launchers) are pinned to.
+struct ServerPlacement {
+  EnvOverrides env;
+  std::vector<int> cpus;  // empty: not pinned
+};
 
 class ExperimentServer {
  public:
   // Spawns the server process: `EXECUTABLE worker --serve`, this executable when empty (tests
   // name the CLI). Throws Error(Io) when it cannot be started.
-  explicit ExperimentServer(std::filesystem::path executable = {});
+  explicit ExperimentServer(std::filesystem::path executable = {}, ServerPlacement placement = {});
   ~ExperimentServer();  // ends the server and any child it has running; never throws
   ExperimentServer(const ExperimentServer&) = delete;
   ExperimentServer& operator=(const ExperimentServer&) = delete;
 
   // One experiment; the child is killed after `timeout`, and preparing the cases must fit in
   // `timeout` too. Never throws for the kernel's faults; if the server itself dies it is
-  // restarted and the experiment is run again once.
+  // restarted and the experiment is run again once; a second death is LOST.
   ExperimentResult run(const ExperimentRequest& request, std::chrono::seconds timeout,
                        const Progress& progress);
+
+  // From another thread: ends the server and the experiment it is running now; run() then returns
+  // LOST ("aborted") at once and starts nothing again. For a driver that stops its workers.
+  void abort();
 
   pid_t server_pid() const;  // of the server process now running (0: none, restarted on the next run)
 

@@ -9,8 +9,10 @@
 
 namespace ak {
 
-enum class Status { Pass, Fail, CompileError, LintError, Timeout, Crash, Error };
-std::string to_string(Status s);  // PASS, FAIL, COMPILE_ERROR, LINT, TIMEOUT, CRASH, ERROR
+// Lost: the machinery that measures (an experiment server, a Ray actor, a node) died under the
+// experiment, and it could not be run again: nothing is known about the kernel.
+enum class Status { Pass, Fail, CompileError, LintError, Timeout, Crash, Error, Lost };
+std::string to_string(Status s);  // PASS, FAIL, COMPILE_ERROR, LINT, TIMEOUT, CRASH, ERROR, LOST
 
 struct StageReport {
   std::string stage;  // smoke, sweep, stability, determinism, edge, timing-check
@@ -70,7 +72,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::CompileError, "COMPILE_ERROR"},
                                       {Status::LintError, "LINT"},
                                       {Status::Timeout, "TIMEOUT"},
-                                      {Status::Crash, "CRASH"}})
+                                      {Status::Crash, "CRASH"},
+                                      {Status::Lost, "LOST"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ExperimentResult, status, stage, reason, stages, timing,
                                                 flops, bytes, gbps, tflops, roofline, compile_seconds,
                                                 setup_seconds, launcher_seconds, check_seconds,

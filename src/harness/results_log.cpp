@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -49,7 +50,7 @@ class LockedFile {
 std::string results_header() {
   return "timestamp\tcommand\top\tkernel\tconfig\tbackend\tdevice\tdtype\tshape\tstatus\tstage\treason\t"
          "median_us\tnoise\tsamples\tgbps\ttflops\troofline\texperiment\tname\tdecision\tcommit\telapsed_s\t"
-         "spread\tphases\n";
+         "spread\tphases\tworker\tfirst_worker\tfirst_us\n";
 }
 
 void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
@@ -63,7 +64,8 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
        << r.stage << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
        << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
        << r.roofline << '\t' << row.experiment << '\t' << clean(row.name) << '\t' << row.decision << '\t'
-       << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\t' << phase_seconds(r) << '\n';
+       << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\t' << phase_seconds(r) << '\t'
+       << clean(row.worker) << '\t' << clean(row.first_worker) << '\t' << row.first_us << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());
@@ -73,7 +75,14 @@ std::vector<ResultRecord> read_results(const std::filesystem::path& tsv) {
   std::vector<ResultRecord> rows;
   if (!std::filesystem::exists(tsv)) return rows;
   const std::string text = read_text_file(tsv);
-  std::vector<std::string> header;
+  std::vector<std::string> header, current;
+  {
+    std::istringstream names(results_header());
+    for (std::string name; std::getline(names, name, '\t');) {
+      if (!name.empty() && name.back() == '\n') name.pop_back();
+      current.push_back(name);
+    }
+  }
   size_t begin = 0;
   while (begin < text.size()) {
     const size_t end = text.find('\n', begin);
@@ -88,6 +97,10 @@ std::vector<ResultRecord> read_results(const std::filesystem::path& tsv) {
       header = std::move(fields);
       continue;
     }
+    // Columns added since the file was started come last: its older header is a prefix of ours.
+    if (fields.size() > header.size() && current.size() >= fields.size() &&
+        std::equal(header.begin(), header.end(), current.begin()))
+      header.assign(current.begin(), current.begin() + static_cast<std::ptrdiff_t>(fields.size()));
     if (fields.size() != header.size()) continue;
     ResultRecord record;
     for (size_t i = 0; i < header.size(); ++i) record[header[i]] = fields[i];

@@ -34,6 +34,10 @@ struct ResultRow {
   std::string decision;  // baseline, kept, reverted, failed
   std::string commit;    // the commit a kept experiment made
   double elapsed_s = 0;  // seconds since the run started, when the experiment finished
+  std::string worker;    // the worker that measured the row's figure ("gpu1", "node-b/gpu0")
+  // A keep measured first on another worker and re-measured on the best's: the first figure.
+  std::string first_worker;
+  double first_us = 0;
 };
 
 // One row of results.tsv read back: column name -> text.

@@ -15,6 +15,8 @@ struct TimedSlots::Slot {
   size_t pool_set = 0;
   std::vector<int64_t> order;    // slot unit u holds pool unit order[u]
   std::vector<int64_t> inverse;  // pool unit p sits in slot unit inverse[p]
+  int launch_id = -1;
+  bool launched = false;  // by the coming (or last) batch
 };
 
 namespace {
@@ -42,20 +44,39 @@ TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
   for (size_t s = 0; s < slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, sig);
+    // Every slot's definition reaches the launcher before the first batch, launched or not.
+    slot->launch_id = slot->args->launch_id(ctx.launcher);
     slots_.push_back(std::move(slot));
   }
 }
 
 TimedSlots::~TimedSlots() = default;
 
-std::vector<int> TimedSlots::launch_ids() {
-  std::vector<int> ids;
-  for (auto& slot : slots_) ids.push_back(slot->args->launch_id(ctx_.launcher));
-  return ids;
+size_t TimedSlots::pick_slot() {
+  std::vector<size_t> launched;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s]->launched) launched.push_back(s);
+  return launched.at(std::uniform_int_distribution<size_t>(0, launched.size() - 1)(rng_));
 }
 
-size_t TimedSlots::pick_slot() {
-  return std::uniform_int_distribution<size_t>(0, slots_.size() - 1)(rng_);
+// Each slot is launched with probability 3/4, drawn again until at least half of them are: the
+// kernel's process learns which ones only as the launches arrive.
+void TimedSlots::choose_batch() {
+  const size_t least = (slots_.size() + 1) / 2;
+  std::bernoulli_distribution launch(0.75);
+  std::vector<size_t> chosen;
+  while (chosen.size() < least) {
+    chosen.clear();
+    for (size_t s = 0; s < slots_.size(); ++s)
+      if (slots_.size() == 1 || launch(rng_)) chosen.push_back(s);
+  }
+  std::shuffle(chosen.begin(), chosen.end(), rng_);
+  batch_ids_.clear();
+  for (auto& slot : slots_) slot->launched = false;
+  for (size_t s : chosen) {
+    slots_[s]->launched = true;
+    batch_ids_.push_back(slots_[s]->launch_id);
+  }
 }
 
 size_t TimedSlots::sample_count(const Signature& signature, size_t slots) {
@@ -84,6 +105,7 @@ void TimedSlots::refill() {
     }
     for (auto& out : slot->args->outputs) out->poison();
   }
+  choose_batch();
   choose_samples();
 }
 
@@ -112,7 +134,7 @@ void TimedSlots::choose_samples() {
         const double ref = set.reference[j][static_cast<size_t>(row_position * row_len + column)];
         samples_.push_back({spec.dtype, ref,
                             tolerance_.atol * set.reference_rms[j] + tolerance_.rtol * std::fabs(ref),
-                            spec.name + "[" + std::to_string(slot_index) + "]"});
+                            spec.name + "[" + std::to_string(slot_index) + "]", slot->launched});
         const size_t size = size_of(spec.dtype);
         spans.push_back({static_cast<const std::byte*>(slot->args->outputs[j]->data()) +
                              slot_index * static_cast<int64_t>(size),
@@ -136,6 +158,13 @@ SampleReading TimedSlots::read_samples() {
     const size_t size = size_of(s.dtype);
     at += size;
     std::string problem;
+    if (!s.launched) {
+      ++reading.unlaunched;
+      if (is_poison(element, size)) continue;
+      ++reading.foreign;
+      if (reading.first_foreign.empty()) reading.first_foreign = s.name;
+      continue;
+    }
     if (is_poison(element, size)) {
       ++reading.unwritten;
       problem = s.name + " never written";
@@ -150,6 +179,17 @@ SampleReading TimedSlots::read_samples() {
     if (reading.first.empty()) reading.first = problem;
   }
   return reading;
+}
+
+std::string TimedSlots::check_unlaunched() const {
+  for (const auto& slot : slots_) {
+    if (slot->launched) continue;
+    for (const auto& out : slot->args->outputs)
+      if (!out->still_poisoned())
+        return "an output of a timed slot the judge did not launch in the last batch was written (" +
+               out->spec().name + "): work done for a call never made";
+  }
+  return "";
 }
 
 // Pool unit order[u] <- slot unit u: a copy of units in the inverse order.

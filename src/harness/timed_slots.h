@@ -6,6 +6,11 @@
 // the rearranged reference, checking costs no new reference. Every launch of a batch writes its
 // own slot, poisoned beforehand; the judge reads a random sample of each slot's outputs (at
 // positions the kernel cannot predict) and, after the timing, one whole slot.
+//
+// A batch launches a random subset of the slots (at least half) in a random order, and the slots
+// left out keep their poison: a kernel that does the work of calls not yet made (every slot it
+// has seen before, in one launch, the way a harness that always launches every slot in the same
+// order can be gamed by batching) writes a slot the judge never launched, and fails.
 #pragma once
 
 #include <memory>
@@ -20,11 +25,14 @@ namespace ak {
 // What the sampled outputs of a batch hold.
 struct SampleReading {
   int samples = 0;
-  int unwritten = 0;  // still the poison
-  int wrong = 0;      // written, but not finite or outside the tolerance
-  std::string first;  // the first sample that is not right, named
-  bool all_poisoned() const { return unwritten == samples; }
-  bool all_right() const { return unwritten == 0 && wrong == 0; }
+  int unwritten = 0;   // still the poison
+  int wrong = 0;       // written, but not finite or outside the tolerance
+  int unlaunched = 0;  // samples of slots this batch does not launch (must stay poisoned)
+  int foreign = 0;     // of those, written: work for a call the judge never made
+  std::string first;   // the first sample that is not right, named
+  std::string first_foreign;
+  bool all_poisoned() const { return unwritten + unlaunched - foreign == samples; }
+  bool all_right() const { return unwritten == 0 && wrong == 0 && foreign == 0; }
 };
 
 class TimedSlots {
@@ -37,16 +45,20 @@ class TimedSlots {
   ~TimedSlots();
 
   size_t size() const { return slots_.size(); }
-  // The launcher's call id of every slot, defined on first use.
-  std::vector<int> launch_ids();
-  // New contents for every slot, outputs poisoned, new sample positions (device work; untimed).
+  // The launcher's call ids of the slots this batch launches, in the batch's order.
+  const std::vector<int>& batch_ids() const { return batch_ids_; }
+  // New contents for every slot, outputs poisoned, the next batch's slots and order, new sample
+  // positions (device work; untimed).
   void refill();
   SampleReading read_samples();
   // The whole of one slot, after the timed runs: every output element against the rearranged
   // reference, the inputs unchanged, every slot's guard zones intact.
   CheckOutcome verify(size_t slot);
-  // Which slot a random pick lands on (from the judge's own generator).
+  // Which slot of the last batch's launched ones a random pick lands on (the judge's generator).
   size_t pick_slot();
+  // Every output element of the slots the last batch did not launch still holds the poison;
+  // the reason otherwise.
+  std::string check_unlaunched() const;
 
   // Spans read_samples gathers per batch for `slots` slots of `signature` (for the calibration).
   static size_t sample_count(const Signature& signature, size_t slots);
@@ -58,7 +70,9 @@ class TimedSlots {
     double reference;
     double allowed;
     std::string name;
+    bool launched;
   };
+  void choose_batch();
   void choose_samples();
   // A slot's tensor put back in its pool set's order, in `scratch` (judge-only memory); the
   // tensor itself when its units were not rearranged.
@@ -72,6 +86,7 @@ class TimedSlots {
   std::vector<std::shared_ptr<const DeviceCase>> pool_device_;  // judge-only memory
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Sample> samples_;
+  std::vector<int> batch_ids_;
   std::unique_ptr<Gather> gather_;
   std::mt19937_64 rng_;
 };

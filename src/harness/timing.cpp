@@ -61,18 +61,26 @@ struct Batch {
   int reads = 0;
 };
 
-Batch timed_batch(TimedSlots& slots, Launcher& launcher, const std::vector<int>& ids) {
+[[noreturn]] void fail_foreign(const SampleReading& reading) {
+  throw Error(ErrorKind::Validation,
+              "an output of a timed slot the judge did not launch in this batch was "
+              "written (" +
+                  reading.first_foreign + "): work done for a call never made");
+}
+
+Batch timed_batch(TimedSlots& slots, Launcher& launcher) {
   if (const SampleReading before = slots.read_samples(); !before.all_poisoned())
     throw Error(ErrorKind::Validation, std::to_string(before.samples - before.unwritten) +
                                            " sampled output(s) were written before the timed launches were "
                                            "sent: work done outside the timed interval");
   const auto start = Clock::now();
-  launcher.start_run(ids);
+  launcher.start_run(slots.batch_ids());
   Batch batch;
   batch.launcher_us = launcher.finish_run(launcher.asynchronous());
   const auto done = Clock::now();
   for (SampleReading after = slots.read_samples();; after = slots.read_samples()) {
     ++batch.reads;
+    if (after.foreign > 0) fail_foreign(after);
     if (after.all_right()) break;
     if (seconds_between(done, Clock::now()) > kSettleSeconds)
       throw Error(ErrorKind::Validation,
@@ -146,16 +154,14 @@ JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const Share
 TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, const JudgeCosts& costs,
                      const TimingOptions& options) {
   const auto start = Clock::now();
-  const std::vector<int> ids = slots.launch_ids();
-  const double launches = static_cast<double>(ids.size());
   std::vector<double> samples, flushes, runs, confirms, launcher_batches;
   int most_reads = 0;
   for (int index = 0;; ++index) {
     slots.refill();
     flushes.push_back(seconds_of([&] { runtime.flush_cache(); }));
-    const Batch batch = timed_batch(slots, launcher, ids);
+    const Batch batch = timed_batch(slots, launcher);
     if (index < options.warmup) continue;
-    samples.push_back((batch.seconds - costs.empty_batch_s) / launches);
+    samples.push_back((batch.seconds - costs.empty_batch_s) / static_cast<double>(slots.batch_ids().size()));
     runs.push_back(batch.run_s);
     confirms.push_back(batch.confirm_s);
     launcher_batches.push_back(batch.launcher_us);
@@ -180,7 +186,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
   report.min_us = samples.front() * 1e6;
   report.max_us = samples.back() * 1e6;
   report.seconds = seconds_between(start, Clock::now());
-  report.slots = static_cast<int>(ids.size());
+  report.slots = static_cast<int>(slots.size());
   report.batch_overhead_us = costs.empty_batch_s * 1e6;
   report.batch_run_us = median_of(runs) * 1e6;
   report.batch_confirm_us = median_of(confirms) * 1e6;

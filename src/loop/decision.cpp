@@ -63,6 +63,7 @@ Outcome outcome_from_record(const ResultRecord& r) {
   o.roofline = to_double(r, "roofline");
   o.samples = static_cast<int>(to_double(r, "samples"));
   o.elapsed_s = to_double(r, "elapsed_s");
+  o.worker = text(r, "worker");
   return o;
 }
 
@@ -104,6 +105,7 @@ void apply(RunState& state, const Outcome& o) {
     k.best_spread = o.spread;
     k.best_roofline = o.roofline;
     k.best_config = o.config;
+    k.best_worker = o.worker;
     if (!o.commit.empty()) k.best_commit = state.head = o.commit;
     k.non_improving = 0;
   } else {

@@ -25,6 +25,7 @@ struct Outcome {
   int samples = 0;
   double elapsed_s = 0;  // since the run started
   double spread = 0;     // robust relative spread (0 in rows from before it was recorded)
+  std::string worker{};  // where the figure was measured ("gpu1"; "" in rows from before workers)
 };
 
 // Reads a results.tsv row written by the loop. Throws Error(Io) for a row without loop columns.

@@ -1,6 +1,7 @@
 #include "loop/kernel_session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -8,7 +9,6 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/registry.h"
-#include "harness/experiment_server.h"
 #include "harness/results_log.h"
 
 namespace ak {
@@ -36,6 +36,7 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
       kernel_(kernel),
       env_(env),
       clock_(clock),
+      executor_(*env.executor),
       repo_(env.workspace),
       source_(env.workspace / kernel.file) {
   const Op& op = find_op(kernel.op);
@@ -50,7 +51,6 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
   req.ceilings = env.ceilings;
   options_.arch = env.arch;
   options_.timeout = env.timeout;
-  options_.server = env.server;
 
   const std::string text = read_text_file(source_);
   space_ = parse_tune_space(text);
@@ -92,13 +92,10 @@ void KernelSession::load_history() {
   }
 }
 
-bool KernelSession::refill() {
-  // A few candidates ahead keep the device busy while they compile; more would be proposed on
-  // stale results (a strategy learns only from finished experiments).
-  constexpr size_t kMaxLookahead = 3;
-  const size_t threads =
-      env_.jobs > 0 ? static_cast<size_t>(env_.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  const size_t depth = proposer_->lookahead() ? std::min(threads, kMaxLookahead) : 1;
+// Proposals up to `depth` waiting (building or built): a few ahead keep the workers busy while
+// they compile; more would be proposed on stale results (a strategy learns only from finished
+// experiments). The starter goes alone: its time is what every later one must beat.
+bool KernelSession::refill(size_t depth) {
   while (!exhausted_ && pipeline_.size() < depth) {
     ProposerContext context{&kernel_, source_, history_, last_report_};
     auto proposal = proposer_->next(context);
@@ -116,33 +113,111 @@ bool KernelSession::refill() {
 
 void KernelSession::start_build(Pending& pending) {
   if (pending.proposal.failure) return;
-  Candidate candidate{source_, pending.proposal.config};
-  pending.build =
-      std::async(std::launch::async, [candidate, this] { return build_candidate(candidate, options_); });
+  pending.build = executor_.build(Candidate{source_, pending.proposal.config}, options_);
 }
 
-ExperimentResult KernelSession::run_one(Pending& pending) {
-  if (pending.proposal.failure) return *pending.proposal.failure;
-  const BuiltCandidate built = pending.build.get();
-  // The next builds go on while the device runs this one, once there is a result to steer by.
+bool KernelSession::may_submit(int starts_left) const {
   const bool has_result =
       std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
-  if (proposer_->lookahead() && has_result) refill();
-  return run_candidate(built, options_, [](std::string_view) {});
+  // Until the first result, and always for a proposer that edits the file, one at a time.
+  const size_t most = has_result && proposer_->lookahead() ? executor_.workers().size() : 1;
+  return measuring_.size() < most && static_cast<int>(measuring_.size()) < starts_left;
 }
 
-void KernelSession::run(const std::function<bool()>& stop) {
-  while (kernel_.done.empty() && !stop()) {
-    if (pipeline_.empty() && !refill()) {
-      kernel_.done = kDoneExhausted;
-      save_run_state(env_.workspace, state_);
-      break;
-    }
-    Pending pending = std::move(pipeline_.front());
-    pipeline_.pop_front();
-    const ExperimentResult result = run_one(pending);
-    record(pending, result);
+// The next candidate in proposal order: its build awaited, then measured on the first free worker
+// (or recorded at once when it never built).
+void KernelSession::submit_next() {
+  constexpr size_t kBuildsAhead = 3;
+  const bool has_result =
+      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
+  const size_t depth =
+      has_result && proposer_->lookahead() ? std::max(executor_.workers().size(), kBuildsAhead) : 1;
+  if (!refill(depth)) return;
+  Measuring measuring{std::move(pipeline_.front()), {}, false, std::nullopt, -1};
+  pipeline_.pop_front();
+  if (measuring.pending.proposal.failure) {
+    record(measuring, *measuring.pending.proposal.failure, -1);
+    return;
   }
+  measuring.built = measuring.pending.build.get();
+  if (!measuring.built.build) {
+    record(measuring, measuring.built.failure, -1);
+    return;
+  }
+  submit(std::move(measuring), -1);
+}
+
+void KernelSession::submit(Measuring measuring, int worker) {
+  static std::atomic<uint64_t> tickets{1};  // unique across sessions sharing an executor
+  MeasureJob job{tickets++, options_.request, options_.timeout, worker};
+  job.request.module = measuring.built.build->module;
+  const uint64_t ticket = job.ticket;
+  measuring_.emplace(ticket, std::move(measuring));
+  executor_.submit(std::move(job));
+}
+
+int KernelSession::worker_index(const std::string& name) const {
+  const auto& workers = executor_.workers();
+  for (size_t w = 0; w < workers.size(); ++w)
+    if (workers[w].name == name) return static_cast<int>(w);
+  return -1;
+}
+
+void KernelSession::finish(MeasureDone done) {
+  auto it = measuring_.find(done.ticket);
+  if (it == measuring_.end()) return;  // a job of an earlier session, already accounted for
+  Measuring measuring = std::move(it->second);
+  measuring_.erase(it);
+  ExperimentResult result = std::move(done.result);
+  result.compile_seconds = measuring.built.build->seconds;
+  result.compile_cached = measuring.built.build->cached;
+  // The machinery died under it, not the kernel: once more, on whichever worker is free.
+  const auto& workers = executor_.workers();
+  const auto config = [&] {
+    return measuring.pending.proposal.config.empty() ? std::string("(defaults)")
+                                                     : to_string(measuring.pending.proposal.config);
+  };
+  if (result.status == Status::Lost && !measuring.retried && workers.size() > 1) {
+    if (env_.on_note)
+      env_.on_note(workers[static_cast<size_t>(done.worker)].name + " lost " + config() + " (" +
+                   result.reason + "): measuring it again");
+    measuring.retried = true;
+    submit(std::move(measuring), -1);
+    return;
+  }
+  // A keep measured on another GPU than the best is re-measured on the best's GPU, and decided
+  // there: one kernel's times are compared on one device.
+  const int best_worker = worker_index(kernel_.best_worker);
+  if (!measuring.first && best_worker >= 0 && done.worker != best_worker &&
+      decide(kernel_, result, state_.settings.min_gain) == "kept") {
+    if (env_.on_note)
+      env_.on_note(config() + " " + format("%.2f", result.timing.median_us) + " us on " +
+                   workers[static_cast<size_t>(done.worker)].name + ": measuring it again on " +
+                   kernel_.best_worker + ", where the best was measured");
+    measuring.first = std::move(result);
+    measuring.first_worker = done.worker;
+    submit(std::move(measuring), best_worker);
+    return;
+  }
+  record(measuring, result, done.worker);
+}
+
+void KernelSession::run(const std::function<bool()>& stop, const std::function<int()>& starts_left) {
+  while (kernel_.done.empty() && !stop()) {
+    while (kernel_.done.empty() && !stop() && may_submit(starts_left()) &&
+           (!exhausted_ || !pipeline_.empty()))
+      submit_next();
+    if (measuring_.empty()) {
+      if (exhausted_ && pipeline_.empty() && kernel_.done.empty()) {
+        kernel_.done = kDoneExhausted;
+        save_run_state(env_.workspace, state_);
+      }
+      if (exhausted_ && pipeline_.empty()) break;
+      continue;
+    }
+    finish(executor_.next());
+  }
+  while (!measuring_.empty()) finish(executor_.next());  // nothing in flight is lost
 }
 
 std::string KernelSession::commit_message(int experiment, const Proposal& proposal,
@@ -158,7 +233,8 @@ std::string KernelSession::commit_message(int experiment, const Proposal& propos
   return m.str();
 }
 
-void KernelSession::record(const Pending& pending, const ExperimentResult& result) {
+void KernelSession::record(const Measuring& measuring, const ExperimentResult& result, int worker) {
+  const Pending& pending = measuring.pending;
   const Proposal& proposal = pending.proposal;
   const std::string decision = decide(kernel_, result, state_.settings.min_gain);
   const int experiment = state_.experiments + 1;
@@ -185,6 +261,13 @@ void KernelSession::record(const Pending& pending, const ExperimentResult& resul
   row.decision = decision;
   row.commit = commit;
   row.elapsed_s = elapsed;
+  const auto& workers = executor_.workers();
+  const auto name_of = [&](int w) { return w >= 0 ? workers[static_cast<size_t>(w)].name : std::string(); };
+  row.worker = name_of(worker);
+  if (measuring.first) {
+    row.first_worker = name_of(measuring.first_worker);
+    row.first_us = measuring.first->timing.median_us;
+  }
   append_result(env_.workspace / kResultsFile, row);
   const Outcome outcome{experiment,
                         kernel_.name,
@@ -197,7 +280,8 @@ void KernelSession::record(const Pending& pending, const ExperimentResult& resul
                         result.roofline,
                         result.timing.samples,
                         elapsed,
-                        result.timing.spread};
+                        result.timing.spread,
+                        row.worker};
   apply(state_, outcome);
   save_run_state(env_.workspace, state_);
   if (env_.on_experiment) env_.on_experiment(kernel_, outcome, result);

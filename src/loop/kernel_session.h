@@ -1,12 +1,15 @@
-// One kernel's turn in the loop: its proposer, its history, the build pipeline, and the
-// keep-or-revert bookkeeping of each experiment (commit, results row, run.json).
+// One kernel's turn in the loop: its proposer, its history, the builds and measurements in flight
+// on the executor's workers, and the keep-or-revert bookkeeping of each experiment (commit,
+// results row, run.json), all in this, the driver's, thread.
 #pragma once
 
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 
+#include "loop/executor.h"
 #include "loop/git_repo.h"
 #include "loop/orchestrator.h"
 #include "loop/proposer.h"
@@ -26,8 +29,10 @@ class KernelSession {
   KernelSession(const KernelSession&) = delete;
   KernelSession& operator=(const KernelSession&) = delete;
 
-  // Experiments until the kernel is done or `stop` says so.
-  void run(const std::function<bool()>& stop);
+  // Experiments until the kernel is done or `stop` says so; what is being measured then is
+  // waited for and recorded, so no experiment is lost. `starts_left` says how many more
+  // experiments this session may record (a budget counted in experiments), in flight included.
+  void run(const std::function<bool()>& stop, const std::function<int()>& starts_left);
 
  private:
   struct Pending {
@@ -35,12 +40,24 @@ class KernelSession {
     std::future<BuiltCandidate> build;  // invalid when proposal.failure is set
     size_t trial = 0;                   // its entry in history_
   };
+  struct Measuring {
+    Pending pending;
+    BuiltCandidate built;
+    bool retried = false;  // a LOST measurement gets one more worker
+    // Set while a keep measured on another worker is re-measured on the best's worker.
+    std::optional<ExperimentResult> first;
+    int first_worker = -1;
+  };
 
   void load_history();
-  bool refill();  // false when the proposer has nothing left
-  ExperimentResult run_one(Pending& pending);
-  void record(const Pending& pending, const ExperimentResult& result);
+  bool refill(size_t depth);  // false when the proposer has nothing left and nothing is queued
+  bool may_submit(int starts_left) const;
+  void submit_next();
+  void submit(Measuring measuring, int worker);
+  void finish(MeasureDone done);
+  void record(const Measuring& measuring, const ExperimentResult& result, int worker);
   void start_build(Pending& pending);
+  int worker_index(const std::string& name) const;
   std::string commit_message(int experiment, const Proposal& proposal, const ExperimentResult& result,
                              const std::string& decision) const;
 
@@ -48,6 +65,7 @@ class KernelSession {
   KernelState& kernel_;
   const LoopEnvironment& env_;
   const LoopClock& clock_;
+  Executor& executor_;
   GitRepo repo_;
   std::filesystem::path source_;
   EvaluateOptions options_;
@@ -55,7 +73,9 @@ class KernelSession {
   std::optional<Config> defaults_;  // the file's own #define values, as a configuration
   std::unique_ptr<Proposer> proposer_;
   std::vector<Trial> history_;
-  std::deque<Pending> pipeline_;
+  std::deque<Pending> pipeline_;             // proposed, building or built, not yet measured
+  std::map<uint64_t, Measuring> measuring_;  // by ticket
+  uint64_t next_ticket_ = 1;
   std::string last_report_;
   bool exhausted_ = false;
 };

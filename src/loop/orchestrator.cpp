@@ -1,5 +1,7 @@
 #include "loop/orchestrator.h"
 
+#include <limits>
+
 #include "core/error.h"
 #include "core/paths.h"
 #include "harness/results_log.h"
@@ -47,7 +49,12 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     // of all that follows, are only known once every kernel has been timed.
     const bool baseline_session = kernel->best_us <= 0;
     KernelSession session(state, *kernel, env, clock);
-    session.run([&] { return session_over() || (baseline_session && kernel->best_us > 0); });
+    const auto starts_left = [&] {
+      return env.session_max_experiments > 0
+                 ? env.session_max_experiments - (state.experiments - experiments_before)
+                 : std::numeric_limits<int>::max();
+    };
+    session.run([&] { return session_over() || (baseline_session && kernel->best_us > 0); }, starts_left);
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
 }

@@ -1,6 +1,7 @@
 // The unattended loop over a run's kernels. It picks a kernel by the end-to-end time it can
-// still win (decision.h), asks the proposer for candidates, builds them in parallel on CPU
-// threads while the device runs one experiment at a time, decides keep or revert, and records:
+// still win (decision.h), asks the proposer for candidates, has the executor (executor.h) build
+// them on CPUs and measure them on its workers (one experiment per GPU at a time, as many GPUs as
+// it has), decides keep or revert here, in the driver, and records:
 // a kept change is one commit on the run branch; every experiment, kept or not, one row of
 // results.tsv; the state in run.json after each. It works on a kernel until a stop rule ends
 // it (patience, roofline target, per-kernel budget, nothing left to propose), then picks the
@@ -22,7 +23,7 @@
 
 namespace ak {
 
-class ExperimentServer;
+class Executor;
 
 struct LoopEnvironment {
   std::filesystem::path workspace;
@@ -32,14 +33,14 @@ struct LoopEnvironment {
   std::chrono::seconds timeout{120};        // one experiment, before it counts as hung
   std::chrono::seconds agent_timeout{600};  // one agent run
   double max_timing_s = 3.0;                // timing samples per experiment at most
-  int jobs = 0;                             // parallel builds (0: hardware threads)
   double session_budget_s = 0;              // this invocation; 0 = until every kernel is done
   int session_max_experiments = 0;          // this invocation; 0 = no limit
-  ExperimentServer* server = nullptr;       // fast isolated experiments; nullptr: a process each
+  Executor* executor = nullptr;             // builds and measures (not owned; required)
   const std::atomic<bool>* stop =
       nullptr;  // set (e.g. by SIGINT): finish the current experiment, save, return
   std::function<void(const KernelState&, const Outcome&, const ExperimentResult&)> on_experiment;
   std::function<void(const KernelState&, bool starting)> on_kernel;  // starting, or done with it
+  std::function<void(const std::string&)> on_note;                   // a measurement run again, and why
 };
 
 // Puts a killed run back in order: replays results.tsv rows past run.json's last experiment,

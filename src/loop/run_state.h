@@ -37,6 +37,7 @@ struct KernelState {
   double best_roofline = 0;  // fraction of the roofline at the best
   std::string best_config;   // the kept configuration ("" = the file's defaults)
   std::string best_commit;   // the commit holding the best
+  std::string best_worker;   // the worker (GPU) that measured it: a keep is re-measured there
   int experiments = 0;
   int kept = 0;
   int failed = 0;
@@ -80,8 +81,8 @@ struct RunState {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelState, name, op, file, shape, dtype, share, baseline_us,
                                                 best_us, best_noise, best_spread, best_roofline, best_config,
-                                                best_commit, experiments, kept, failed, non_improving,
-                                                seconds, done)
+                                                best_commit, best_worker, experiments, kept, failed,
+                                                non_improving, seconds, done)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LoopSettings, proposer, strategy, agent_cmd, budget_s,
                                                 kernel_budget_s, patience, roofline_target, min_gain, quick,
                                                 seed)

@@ -73,4 +73,19 @@ int current_device(Backend backend) {
   return 0;
 }
 
+int visible_devices(Backend backend) {
+#ifdef AK_WITH_CUDA
+  if (backend == Backend::Cuda) return cuda_device_count();
+#endif
+  return backend == Backend::Host ? 1 : 0;
+}
+
+std::string device_model(Backend backend, int ordinal) {
+#ifdef AK_WITH_CUDA
+  if (backend == Backend::Cuda) return cuda_device_name(ordinal);
+#endif
+  (void)ordinal;
+  return backend == Backend::Host ? host_cpu_model() : "";
+}
+
 }  // namespace ak

@@ -163,6 +163,10 @@ std::unique_ptr<Runtime> make_runtime(Backend backend);
 std::unique_ptr<LaunchDevice> make_launch_device(Backend backend, int device);
 // The CUDA device this process uses (0 on the host backend), for the launcher's --device.
 int current_device(Backend backend);
+// How many devices of the backend this process sees (the host backend: one; CUDA: 0 when none
+// answers), and the name of one by its ordinal. Neither creates a device context.
+int visible_devices(Backend backend);
+std::string device_model(Backend backend, int ordinal);
 
 // The backend a plain command uses: cuda when this build has it and a GPU answers, else host.
 Backend default_backend();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 
 #include "cli_runner.h"
 #include "core/paths.h"
@@ -16,11 +17,11 @@
 namespace ak::test {
 namespace {
 
-nlohmann::json bench_cuda(const std::string& file) {
+nlohmann::json bench_cuda(const std::string& file, const std::string& shape = "4096x1000") {
   ProcessResult run;
-  auto j = bench_json(
-      {kernel(file), "--op", "reduce", "--shape", "4096x1000", "--max-time", "0.5", "--timeout", "120"}, 600,
-      {}, &run);
+  auto j =
+      bench_json({kernel(file), "--op", "reduce", "--shape", shape, "--max-time", "0.5", "--timeout", "120"},
+                 600, {}, &run);
   EXPECT_TRUE(j.is_object()) << run.output;
   return j;
 }
@@ -54,7 +55,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Cheat{"cuda_skip_after_stages.cu", "FAIL", "sampled outputs never written"},
                       Cheat{"cuda_deferred_elsewhere.cu", "FAIL", ""},
                       Cheat{"cuda_forge_channel.cu", "FAIL", "unexpected message on the launch channel"},
-                      Cheat{"cuda_fork.cu", "CRASH", "called fork"}),
+                      Cheat{"cuda_fork.cu", "CRASH", "called fork"},
+                      Cheat{"cuda_batched_calls.cu", "FAIL", "call never made"}),
     [](const auto& param_info) {
       std::string name = param_info.param.kernel;
       return name.substr(0, name.find('.'));
@@ -68,6 +70,20 @@ TEST(CudaCheats, ResultReuseGainsNothing) {
   if (cheat.value("status", "") != "PASS") return;
   const double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
   EXPECT_GT(cheat_us, 0.5 * honest_us) << "reused results read as a speedup: " << cheat.dump(2);
+}
+
+// Inputs kept in L2 across the judge's flush by a persisting access-policy window: the judge
+// resets persisting lines before each batch, so the cheat runs at an honest kernel's time. 16 MB
+// inputs: the set-aside (up to three quarters of L2) holds two of the 16 slots.
+TEST(CudaCheats, L2PersistenceGainsNothing) {
+  if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
+  const auto honest = bench_cuda("cuda_good_reduce.cu", "4096x2048");
+  const auto cheat = bench_cuda("cheats/cuda_l2_persist.cu", "4096x2048");
+  ASSERT_EQ(honest.value("status", ""), "PASS") << honest.dump(2);
+  ASSERT_EQ(cheat.value("status", ""), "PASS") << cheat.dump(2);
+  const double honest_us = honest["timing"]["median_us"], cheat_us = cheat["timing"]["median_us"];
+  std::cout << "L2 persistence: honest " << honest_us << " us, cheat " << cheat_us << " us\n";
+  EXPECT_GT(cheat_us, 0.96 * honest_us) << "L2 kept across the flush read as a speedup: " << cheat.dump(2);
 }
 
 // The loop on the GPU with an agent that submits the CUDA cheats (a forged verdict, skipped timed

@@ -73,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(Host, CheatBattery,
                              Cheat{"fork_at_load.cpp", "CRASH", "called fork"},
                              Cheat{"deferred_to_next_call.cpp", "FAIL", "never written"},
                              // Results reused in the timed runs.
-                             Cheat{"skip_after_stages.cpp", "FAIL", "sampled outputs never written"}),
+                             Cheat{"skip_after_stages.cpp", "FAIL", "sampled outputs never written"},
+                             // Work of calls not yet made, done ahead in one.
+                             Cheat{"batched_calls.cpp", "FAIL", "call never made"}),
                          [](const auto& param_info) {
                            std::string name = param_info.param.kernel;
                            return name.substr(0, name.find('.'));

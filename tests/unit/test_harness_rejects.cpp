@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli_runner.h"
+#include "core/paths.h"
 #include "harness/results_log.h"
 
 namespace ak::test {
@@ -109,6 +110,33 @@ TEST(Harness, AppendsOneRowPerExperimentToResults) {
        {"setup=", "launcher=", "smoke=", "primary=", "timing=", "check=", "teardown=", "total="})
     EXPECT_NE(rows[0].at("phases").find(phase), std::string::npos) << rows[0].at("phases");
   EXPECT_EQ(rows[1].at("phases").find("timing="), std::string::npos) << rows[1].at("phases");
+}
+
+// A results.tsv begun before columns were added (the workers') keeps every row: the older rows are
+// read by the older header, the newer ones, longer by the added columns, by the current one.
+TEST(Harness, ResultsBegunBeforeTheWorkerColumnsKeepEveryRow) {
+  const auto dir = scratch_dir("results-old");
+  const auto tsv = dir / "results.tsv";
+  std::string header = results_header();
+  const std::string added = "\tworker\tfirst_worker\tfirst_us\n";
+  ASSERT_TRUE(header.ends_with(added));
+  const std::string old_header = header.substr(0, header.size() - added.size()) + "\n";
+  size_t columns = 1;
+  for (char c : old_header) columns += c == '\t';
+  std::string old_row;
+  for (size_t i = 0; i < columns; ++i) old_row += (i ? "\t" : "") + std::string(i == 0 ? "then" : "x");
+  write_file_atomically(tsv, old_header + old_row + "\n");
+  ExperimentRequest request;
+  ExperimentResult result;
+  ResultRow row("optimize", "k.cpp", "", "dev", &request, &result);
+  row.worker = "gpu1";
+  append_result(tsv, row);
+  const auto rows = read_results(tsv);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("timestamp"), "then");
+  EXPECT_EQ(rows[0].count("worker"), 0u);
+  EXPECT_EQ(rows[1].at("worker"), "gpu1");
+  EXPECT_EQ(rows[1].at("command"), "optimize");
 }
 
 // Every operator's host starter through the judge and the launcher, timed on fresh inputs: each

@@ -157,6 +157,9 @@ class CudaRuntime final : public Runtime {
   }
 
   void flush_cache() override {
+    // Lines a kernel marked persisting (an access-policy window) survive ordinary reads: make them
+    // ordinary first, so that the flush evicts them too. L2 is one for every context on the GPU.
+    AK_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
     const FlushBuffers& flush = flush_buffers();
     AK_CUDA_CHECK(cuda::launch_cache_flush(stream_.get(), flush.lines.data(), flush.lines.size(),
                                            static_cast<uint32_t*>(flush.sink.data()), info_.multiprocessors));
@@ -237,6 +240,24 @@ bool cuda_device_present() {
     return false;
   }
   return count > 0;
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_name(int ordinal) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return prop.name;
 }
 
 int cuda_current_device() {

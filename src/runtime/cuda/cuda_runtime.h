@@ -14,6 +14,9 @@ namespace ak {
 // True when the CUDA runtime answers and sees at least one GPU. Never throws.
 bool cuda_device_present();
 int cuda_current_device();
+// Devices the CUDA runtime sees (0 when it does not answer), and one's name; never throws.
+int cuda_device_count();
+std::string cuda_device_name(int ordinal);
 
 // Throws Error(Unsupported, "no CUDA GPU: cudaGetDeviceCount: <reason>") when there is none.
 std::unique_ptr<Runtime> make_cuda_runtime();

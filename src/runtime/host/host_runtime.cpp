@@ -97,13 +97,17 @@ class HostGather final : public Gather {
   std::vector<std::byte> bytes_;
 };
 
-std::string cpu_model() {
+}  // namespace
+
+std::string host_cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
   return "unknown CPU";
 }
+
+namespace {
 
 size_t last_level_cache_bytes() {
   size_t best = 0;
@@ -123,7 +127,7 @@ class HostRuntime final : public Runtime {
  public:
   HostRuntime() {
     info_.backend = Backend::Host;
-    info_.name = cpu_model();
+    info_.name = host_cpu_model();
     info_.id = "host-" + content_hash({info_.name}).substr(0, 12);
     info_.arch = "native";
     info_.multiprocessors = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One device call on a machine of several GPUs (nvidia-h100-x2 or larger): the loop measuring on
+# every GPU at once (issue 17), and the judge's newest trust checks on the GPU (issue 10).
+#
+#  1. build the CLI and the GPU tests;
+#  2. GPU tests: the CUDA cheat battery (batching the work of calls not made among them) and
+#     L2 persistence across the judge's flush (GPU_TESTS overrides the filter);
+#  3. one starter timed by the judge on each GPU (the same kernel agrees across GPUs?);
+#  4. the memory-bound suite under `optimize` for BUDGET on GPU 0 alone, then on every GPU
+#     (--gpus all): experiments per hour over the whole run and over its second half (after
+#     each worker has drawn its references), per worker;
+#  5. a table last; logs and both runs' results.tsv in $OUT.
+#   run(command="bash bench/gpu_workers.sh", kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_env.sh
+BUDGET=${BUDGET:-80}
+OPS=${OPS:-rmsnorm,softmax,reduce}
+GPU_TESTS=${GPU_TESTS:-"Cuda/CudaCheatBattery.*:CudaCheats.ResultReuseGainsNothing:CudaCheats.L2PersistenceGainsNothing"}
+AK=$PWD/build-gpu/autokernel
+START=$(date +%s)
+log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a "$OUT/workers.log"; }
+
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nproc; } 2>&1 | tee "$OUT/workers.log"
+GPUS=$(nvidia-smi -L | wc -l)
+
+log build
+build_autokernel ON autokernel autokernel_gpu_tests || exit 1
+
+log "gpu tests ($GPU_TESTS)"
+(cd build-gpu && timeout 300 ./tests/autokernel_gpu_tests --gtest_filter="$GPU_TESTS") >"$OUT/gpu-tests.log" 2>&1
+grep -E "^\[  (PASSED|FAILED|  OK|RUN) |L2 persistence|Failure" "$OUT/gpu-tests.log" | grep -v "RUN" | tee -a "$OUT/workers.log"
+
+log "one starter on each GPU"
+for g in $(seq 0 $((GPUS - 1))); do
+  CUDA_VISIBLE_DEVICES=$g timeout 120 "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --max-time 1 --json \
+    >"$OUT/bench-gpu$g.json" 2>>"$OUT/workers.log"
+done
+
+run_loop() {  # NAME GPUS
+  local ws=/tmp/workers-$1
+  rm -rf "$ws"
+  log "optimize --suite --ops $OPS --gpus $2 for ${BUDGET}s"
+  timeout $((BUDGET + 120)) "$AK" optimize --suite --ops "$OPS" --workspace "$ws" --budget "${BUDGET}s" \
+    --gpus "$2" --target 10 --patience 100000 >"$OUT/optimize-$1.txt" 2>&1
+  echo "optimize $1 exit: $?" | tee -a "$OUT/workers.log"
+  tail -3 "$OUT/optimize-$1.txt" | tee -a "$OUT/workers.log"
+  cp "$ws/results.tsv" "$OUT/results-$1.tsv" 2>/dev/null
+}
+run_loop one 0
+run_loop all all
+
+log summary
+python3 - "$OUT" "$GPUS" <<'EOF' | tee "$OUT/workers-table.txt"
+import csv, json, os, sys
+out, gpus = sys.argv[1], int(sys.argv[2])
+print(f"\n{gpus} GPUs; device time of one starter (rmsnorm 8192x8192 fp16, the judge):")
+medians = []
+for g in range(gpus):
+    try:
+        j = json.load(open(os.path.join(out, f"bench-gpu{g}.json")))
+        medians.append(j["timing"]["median_us"])
+        print(f"  gpu{g}: {j['status']} {j['timing']['median_us']:.2f} us (noise {100 * j['timing']['noise']:.2f}%)")
+    except (OSError, ValueError, KeyError) as e:
+        print(f"  gpu{g}: no result ({e})")
+if len(medians) > 1:
+    print(f"  spread across GPUs: {100 * (max(medians) / min(medians) - 1):.2f}%")
+rates = {}
+for name in ("one", "all"):
+    try:
+        rows = list(csv.DictReader(open(os.path.join(out, f"results-{name}.tsv")), delimiter="\t"))
+    except OSError:
+        print(f"{name}: no results")
+        continue
+    end = max(float(r["elapsed_s"]) for r in rows)
+    half = [r for r in rows if float(r["elapsed_s"]) > end / 2]
+    workers = sorted({r["worker"] for r in rows if r["worker"]})
+    per = ", ".join(f"{w} {sum(r['worker'] == w for r in rows)}" for w in workers)
+    passed = sum(r["status"] == "PASS" for r in rows)
+    rates[name] = 3600 * len(half) / (end / 2)
+    print(f"{name:4s}: {len(rows)} experiments ({passed} PASS) in {end:.0f} s = {3600 * len(rows) / end:.0f}/h; "
+          f"second half {rates[name]:.0f}/h; per worker: {per}")
+    confirms = [r for r in rows if r.get("first_worker")]
+    for r in confirms:
+        print(f"      keep re-measured: {r['name']} {r['config']} {r['first_us']} us on {r['first_worker']} -> "
+              f"{r['median_us']} us on {r['worker']}")
+if "one" in rates and "all" in rates and rates["one"] > 0:
+    print(f"scaling (second halves): {rates['all'] / rates['one']:.2f}x with {gpus} GPUs = "
+          f"{rates['all'] / (gpus * rates['one']):.2f} of linear (target >= 0.9)")
+EOF

@@ -1,0 +1,202 @@
+// The loop's executor (src/loop/executor.h) and the driver's use of several workers: which job
+// runs where, a keep re-measured on the GPU of the best it beats, a lost measurement run again,
+// and the split of cores between measuring and compiling. The driver runs for real (git,
+// results.tsv, run.json) over a scripted executor whose workers answer with set times.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "cli_runner.h"
+#include "core/cpu_topology.h"
+#include "core/error.h"
+#include "core/paths.h"
+#include "harness/results_log.h"
+#include "loop/executor.h"
+#include "loop/orchestrator.h"
+#include "loop/plan.h"
+#include "loop/worker_pool.h"
+
+namespace ak {
+namespace {
+
+TEST(Executor, GpuListsAreAllOrDistinctVisibleOrdinals) {
+  EXPECT_EQ(parse_gpu_list("all", 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(parse_gpu_list("2,0", 4), (std::vector<int>{2, 0}));
+  for (const std::string bad : {"", "1,1", "0,x", "-1", "4", "0,,1", "1.5"})
+    EXPECT_THROW(parse_gpu_list(bad, 4), Error) << bad;
+  EXPECT_THROW(parse_gpu_list("all", 0), Error);
+}
+
+TEST(Executor, EachMeasuringWorkerGetsTwoCoresOfItsOwnAndTheBuildsTheRest) {
+  // Four physical cores with two hyperthreads each.
+  const std::vector<std::vector<int>> cores{{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+  const CorePlan one = plan_cores(cores, 1);
+  ASSERT_TRUE(one.pinned());
+  EXPECT_EQ(one.workers, (std::vector<std::vector<int>>{{0, 4, 1, 5}}));
+  EXPECT_EQ(one.builds, (std::vector<int>{2, 6, 3, 7}));
+  EXPECT_FALSE(plan_cores(cores, 2).pinned()) << "no core left to compile on";
+  EXPECT_FALSE(plan_cores({{0}, {1}}, 1).pinned());
+  EXPECT_FALSE(physical_cores().empty());
+}
+
+// Workers that answer at once: PASS with the time `time_us(module, worker)`, or LOST when
+// `lose(module, nth)` says so (nth: the order of the measurement, from 1). Builds name their
+// module after the configuration.
+class ScriptedExecutor final : public WorkerPool {
+ public:
+  using TimeOf = std::function<double(const std::string& module, int worker)>;
+  ScriptedExecutor(int workers, TimeOf time_us) : time_us_(std::move(time_us)) {
+    std::vector<WorkerInfo> infos;
+    for (int w = 0; w < workers; ++w) infos.push_back({"w" + std::to_string(w), "test", w, "Test GPU"});
+    start_workers(std::move(infos));
+  }
+  ~ScriptedExecutor() override { stop_workers(); }
+
+  std::future<BuiltCandidate> build(const Candidate& candidate, const EvaluateOptions&) override {
+    std::string name = "module";
+    for (const auto& [key, value] : candidate.defines) name += " " + key + "=" + value;
+    std::promise<BuiltCandidate> built;
+    built.set_value(BuiltCandidate{BuildResult{name, true, 0, ""}, {}});
+    return built.get_future();
+  }
+
+  std::function<bool(const std::string&, int)> lose = [](const std::string&, int) { return false; };
+  std::map<int, int> jobs_per_worker;
+  std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
+
+ private:
+  ExperimentResult measure_on(size_t worker, const MeasureJob& job, const Progress&) override {
+    ExperimentResult result;
+    int nth = 0;
+    {
+      std::lock_guard lock(mutex_);
+      jobs_per_worker[static_cast<int>(worker)] += 1;
+      measured.emplace_back(job.request.module.string(), static_cast<int>(worker));
+      nth = static_cast<int>(measured.size());
+    }
+    if (lose(job.request.module.string(), nth)) {
+      result.status = Status::Lost;
+      result.reason = "scripted loss";
+      return result;
+    }
+    result.status = Status::Pass;
+    result.timing.median_us = time_us_(job.request.module.string(), static_cast<int>(worker));
+    result.timing.samples = 100;
+    result.timing.noise = result.timing.spread = 0.001;
+    return result;
+  }
+  void abort_worker(size_t) override {}
+
+  TimeOf time_us_;
+  std::mutex mutex_;
+};
+
+TEST(Executor, JobsForAWorkerWaitForItAndTheRestGoToAnyFreeOne) {
+  ScriptedExecutor executor(3, [](const std::string&, int) { return 1.0; });
+  for (uint64_t t = 1; t <= 30; ++t) executor.submit({t, {}, std::chrono::seconds(1), t % 5 == 0 ? 2 : -1});
+  EXPECT_EQ(executor.in_flight(), 30u);
+  std::set<uint64_t> tickets;
+  for (int i = 0; i < 30; ++i) {
+    const MeasureDone done = executor.next();
+    EXPECT_TRUE(tickets.insert(done.ticket).second);
+    if (done.ticket % 5 == 0) {
+      EXPECT_EQ(done.worker, 2) << done.ticket;
+    }
+  }
+  EXPECT_EQ(executor.in_flight(), 0u);
+  EXPECT_THROW(executor.next(), Error);
+  EXPECT_EQ(executor.activity().size(), 3u);
+}
+
+struct LoopRun {
+  std::filesystem::path ws;
+  RunState state;
+};
+
+LoopRun start_loop(const std::string& name) {
+  LoopRun run{test::scratch_dir(name) / "workspace", {}};
+  std::filesystem::create_directories(run.ws / "kernels" / "sum");
+  std::filesystem::copy_file(test::kernel("loop_modes.cpp"), run.ws / "kernels" / "sum" / "sum.cpp");
+  const Plan plan{"test", false, {{"sum", "reduce", "kernels/sum/sum.cpp", "48x1024", "fp32", 0.5}}};
+  LoopSettings settings;
+  settings.strategy = "exhaustive";
+  settings.patience = 20;
+  run.state = start_run(run.ws, plan, settings, Backend::Host, "Test GPU");
+  return run;
+}
+
+void run_with(LoopRun& run, Executor& executor, int experiments) {
+  LoopEnvironment env;
+  env.workspace = run.ws;
+  env.backend = Backend::Host;
+  env.executor = &executor;
+  env.session_max_experiments = experiments;
+  run_loop(run.state, env);
+}
+
+// The starter (no definitions) takes 100 us everywhere; MODE=4 takes 50 us on w0 and reads 10%
+// faster on w1, which also flatters everything else it measures by 10%. Each time that
+// candidate's turn comes on w1, its keep is decided by a second measurement on w0.
+TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
+  ScriptedExecutor executor(2, [](const std::string& module, int worker) {
+    const double base = module.find("MODE=4") != std::string::npos ? 50.0 : 100.0;
+    return worker == 1 ? 0.9 * base : base;
+  });
+  LoopRun run = start_loop("executor-keep");
+  run_with(run, executor, 10);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 10u);
+  ASSERT_EQ(rows[0].at("decision"), "baseline");
+  const std::string best_worker = rows[0].at("worker");
+  int kept = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    EXPECT_EQ(row.at("experiment"), std::to_string(i + 1));
+    EXPECT_FALSE(row.at("worker").empty());
+    if (row.at("decision") != "kept") continue;
+    ++kept;
+    // Kept at its time on the baseline's worker; where it was first seen elsewhere, both figures.
+    EXPECT_EQ(row.at("worker"), best_worker) << row.at("config");
+    EXPECT_DOUBLE_EQ(std::stod(row.at("median_us")), best_worker == "w1" ? 45.0 : 50.0);
+    if (!row.at("first_worker").empty()) {
+      EXPECT_NE(row.at("first_worker"), best_worker);
+      EXPECT_DOUBLE_EQ(std::stod(row.at("first_us")), best_worker == "w1" ? 50.0 : 45.0);
+    }
+  }
+  EXPECT_GE(kept, 1);
+  EXPECT_EQ(run.state.kernels.at(0).best_worker, best_worker);
+  EXPECT_GT(executor.jobs_per_worker[0], 0);
+  EXPECT_GT(executor.jobs_per_worker[1], 0);
+}
+
+TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
+  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
+  std::set<std::string> lost_once;
+  std::mutex lost_mutex;
+  executor.lose = [&](const std::string& module, int nth) {
+    std::lock_guard lock(lost_mutex);
+    return nth % 3 == 0 && lost_once.insert(module).second;  // each module lost once at most
+  };
+  LoopRun run = start_loop("executor-lost");
+  run_with(run, executor, 6);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) EXPECT_EQ(row.at("status"), "PASS") << row.at("reason");
+  EXPECT_GE(lost_once.size(), 1u);
+
+  // Lost twice: recorded LOST with the reason, counted as a failure, never a time.
+  ScriptedExecutor unlucky(2, [](const std::string&, int) { return 100.0; });
+  unlucky.lose = [](const std::string&, int nth) { return nth > 1; };
+  LoopRun again = start_loop("executor-lost-twice");
+  run_with(again, unlucky, 3);
+  const auto lost = read_results(again.ws / kResultsFile);
+  ASSERT_EQ(lost.size(), 3u);
+  EXPECT_EQ(lost[1].at("status"), "LOST");
+  EXPECT_EQ(lost[1].at("decision"), "failed");
+  EXPECT_NE(lost[1].at("reason").find("scripted loss"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ak
