@@ -48,7 +48,9 @@ def start_actors(cli, backend, host_workers):
                 actors.append(Measurer.options(num_gpus=1, num_cpus=1, scheduling_strategy=strategy)
                               .remote(cli, backend))
     else:
-        actors = [Measurer.options(num_cpus=1).remote(cli, backend) for _ in range(host_workers)]
+        # The host backend's actors spread over the nodes: each node's CPU is a device.
+        actors = [Measurer.options(num_cpus=1, scheduling_strategy="SPREAD").remote(cli, backend)
+                  for _ in range(host_workers)]
     if not actors:
         raise RuntimeError("the Ray cluster has no GPU" if backend == "cuda" else "no actor could be placed")
     described = ray.get([a.describe.remote() for a in actors], timeout=240)

@@ -121,7 +121,7 @@ bool KernelSession::may_submit(int starts_left) const {
       std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
   // Until the first result, and always for a proposer that edits the file, one at a time.
   const size_t most = has_result && proposer_->lookahead() ? executor_.workers().size() : 1;
-  return measuring_.size() < most && static_cast<int>(measuring_.size()) < starts_left;
+  return tickets_.size() < most && static_cast<int>(in_order_.size()) < starts_left;
 }
 
 // The next candidate in proposal order: its build awaited, then measured on the first free worker
@@ -133,26 +133,27 @@ void KernelSession::submit_next() {
   const size_t depth =
       has_result && proposer_->lookahead() ? std::max(executor_.workers().size(), kBuildsAhead) : 1;
   if (!refill(depth)) return;
-  Measuring measuring{std::move(pipeline_.front()), {}, false, std::nullopt, -1};
+  const uint64_t seq = next_seq_++;
+  Measuring& measuring = in_order_[seq];
+  measuring.pending = std::move(pipeline_.front());
   pipeline_.pop_front();
   if (measuring.pending.proposal.failure) {
-    record(measuring, *measuring.pending.proposal.failure, -1);
-    return;
+    measuring.result = *measuring.pending.proposal.failure;
+  } else {
+    measuring.built = measuring.pending.build.get();
+    if (!measuring.built.build) measuring.result = measuring.built.failure;
   }
-  measuring.built = measuring.pending.build.get();
-  if (!measuring.built.build) {
-    record(measuring, measuring.built.failure, -1);
-    return;
-  }
-  submit(std::move(measuring), -1);
+  if (measuring.result)
+    record_in_order();
+  else
+    measure(seq, -1);
 }
 
-void KernelSession::submit(Measuring measuring, int worker) {
+void KernelSession::measure(uint64_t seq, int worker) {
   static std::atomic<uint64_t> tickets{1};  // unique across sessions sharing an executor
   MeasureJob job{tickets++, options_.request, options_.timeout, worker};
-  job.request.module = measuring.built.build->module;
-  const uint64_t ticket = job.ticket;
-  measuring_.emplace(ticket, std::move(measuring));
+  job.request.module = in_order_.at(seq).built.build->module;
+  tickets_.emplace(job.ticket, seq);
   executor_.submit(std::move(job));
 }
 
@@ -163,43 +164,57 @@ int KernelSession::worker_index(const std::string& name) const {
   return -1;
 }
 
+std::string KernelSession::config_of(const Measuring& measuring) const {
+  const Config& config = measuring.pending.proposal.config;
+  return config.empty() ? std::string("(defaults)") : to_string(config);
+}
+
 void KernelSession::finish(MeasureDone done) {
-  auto it = measuring_.find(done.ticket);
-  if (it == measuring_.end()) return;  // a job of an earlier session, already accounted for
-  Measuring measuring = std::move(it->second);
-  measuring_.erase(it);
+  const auto ticket = tickets_.find(done.ticket);
+  if (ticket == tickets_.end()) return;  // a job of an earlier session, already accounted for
+  const uint64_t seq = ticket->second;
+  tickets_.erase(ticket);
+  Measuring& measuring = in_order_.at(seq);
   ExperimentResult result = std::move(done.result);
   result.compile_seconds = measuring.built.build->seconds;
   result.compile_cached = measuring.built.build->cached;
   // The machinery died under it, not the kernel: once more, on whichever worker is free.
-  const auto& workers = executor_.workers();
-  const auto config = [&] {
-    return measuring.pending.proposal.config.empty() ? std::string("(defaults)")
-                                                     : to_string(measuring.pending.proposal.config);
-  };
-  if (result.status == Status::Lost && !measuring.retried && workers.size() > 1) {
+  if (result.status == Status::Lost && !measuring.retried && executor_.workers().size() > 1) {
     if (env_.on_note)
-      env_.on_note(workers[static_cast<size_t>(done.worker)].name + " lost " + config() + " (" +
-                   result.reason + "): measuring it again");
+      env_.on_note(executor_.workers()[static_cast<size_t>(done.worker)].name + " lost " +
+                   config_of(measuring) + " (" + result.reason + "): measuring it again");
     measuring.retried = true;
-    submit(std::move(measuring), -1);
+    measure(seq, -1);
     return;
   }
-  // A keep measured on another GPU than the best is re-measured on the best's GPU, and decided
-  // there: one kernel's times are compared on one device.
-  const int best_worker = worker_index(kernel_.best_worker);
-  if (!measuring.first && best_worker >= 0 && done.worker != best_worker &&
-      decide(kernel_, result, state_.settings.min_gain) == "kept") {
-    if (env_.on_note)
-      env_.on_note(config() + " " + format("%.2f", result.timing.median_us) + " us on " +
-                   workers[static_cast<size_t>(done.worker)].name + ": measuring it again on " +
-                   kernel_.best_worker + ", where the best was measured");
-    measuring.first = std::move(result);
-    measuring.first_worker = done.worker;
-    submit(std::move(measuring), best_worker);
-    return;
+  measuring.result = std::move(result);
+  measuring.worker = done.worker;
+  record_in_order();
+}
+
+// Results are decided and recorded in the order their candidates were proposed, whichever worker
+// finishes first: the same decisions as one worker would make, and experiments numbered in
+// proposal order. A result that would be kept, measured on another worker than the kernel's
+// best, is measured again on the best's worker first, and decided by that figure.
+void KernelSession::record_in_order() {
+  while (!in_order_.empty() && in_order_.begin()->second.result) {
+    Measuring& head = in_order_.begin()->second;
+    const int best_worker = worker_index(kernel_.best_worker);
+    if (!head.first && head.worker >= 0 && best_worker >= 0 && head.worker != best_worker &&
+        decide(kernel_, *head.result, state_.settings.min_gain) == "kept") {
+      if (env_.on_note)
+        env_.on_note(config_of(head) + " " + format("%.2f", head.result->timing.median_us) + " us on " +
+                     executor_.workers()[static_cast<size_t>(head.worker)].name + ": measuring it again on " +
+                     kernel_.best_worker + ", where the best was measured");
+      head.first = std::move(head.result);
+      head.first_worker = head.worker;
+      head.result.reset();
+      measure(in_order_.begin()->first, best_worker);
+      return;
+    }
+    record(head, *head.result, head.worker);
+    in_order_.erase(in_order_.begin());
   }
-  record(measuring, result, done.worker);
 }
 
 void KernelSession::run(const std::function<bool()>& stop, const std::function<int()>& starts_left) {
@@ -207,7 +222,7 @@ void KernelSession::run(const std::function<bool()>& stop, const std::function<i
     while (kernel_.done.empty() && !stop() && may_submit(starts_left()) &&
            (!exhausted_ || !pipeline_.empty()))
       submit_next();
-    if (measuring_.empty()) {
+    if (tickets_.empty()) {
       if (exhausted_ && pipeline_.empty() && kernel_.done.empty()) {
         kernel_.done = kDoneExhausted;
         save_run_state(env_.workspace, state_);
@@ -217,7 +232,7 @@ void KernelSession::run(const std::function<bool()>& stop, const std::function<i
     }
     finish(executor_.next());
   }
-  while (!measuring_.empty()) finish(executor_.next());  // nothing in flight is lost
+  while (!tickets_.empty()) finish(executor_.next());  // nothing in flight is lost
 }
 
 std::string KernelSession::commit_message(int experiment, const Proposal& proposal,

@@ -40,11 +40,14 @@ class KernelSession {
     std::future<BuiltCandidate> build;  // invalid when proposal.failure is set
     size_t trial = 0;                   // its entry in history_
   };
+  // A candidate taken from the pipeline, until its result is recorded.
   struct Measuring {
     Pending pending;
     BuiltCandidate built;
-    bool retried = false;  // a LOST measurement gets one more worker
-    // Set while a keep measured on another worker is re-measured on the best's worker.
+    std::optional<ExperimentResult> result;  // set once known, recorded in proposal order
+    int worker = -1;                         // the worker that measured `result`
+    bool retried = false;                    // a LOST measurement gets one more worker
+    // A keep measured on another worker than the best's, measured again on the best's: the first.
     std::optional<ExperimentResult> first;
     int first_worker = -1;
   };
@@ -53,9 +56,11 @@ class KernelSession {
   bool refill(size_t depth);  // false when the proposer has nothing left and nothing is queued
   bool may_submit(int starts_left) const;
   void submit_next();
-  void submit(Measuring measuring, int worker);
+  void measure(uint64_t seq, int worker);
   void finish(MeasureDone done);
+  void record_in_order();
   void record(const Measuring& measuring, const ExperimentResult& result, int worker);
+  std::string config_of(const Measuring& measuring) const;
   void start_build(Pending& pending);
   int worker_index(const std::string& name) const;
   std::string commit_message(int experiment, const Proposal& proposal, const ExperimentResult& result,
@@ -73,9 +78,10 @@ class KernelSession {
   std::optional<Config> defaults_;  // the file's own #define values, as a configuration
   std::unique_ptr<Proposer> proposer_;
   std::vector<Trial> history_;
-  std::deque<Pending> pipeline_;             // proposed, building or built, not yet measured
-  std::map<uint64_t, Measuring> measuring_;  // by ticket
-  uint64_t next_ticket_ = 1;
+  std::deque<Pending> pipeline_;            // proposed, building or built, not yet measured
+  std::map<uint64_t, Measuring> in_order_;  // by proposal order: measuring, or waiting to be recorded
+  std::map<uint64_t, uint64_t> tickets_;    // a measurement in flight -> its place in in_order_
+  uint64_t next_seq_ = 0;
   std::string last_report_;
   bool exhausted_ = false;
 };

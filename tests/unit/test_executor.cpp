@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "cli_runner.h"
 #include "core/cpu_topology.h"
@@ -63,6 +64,7 @@ class ScriptedExecutor final : public WorkerPool {
   }
 
   std::function<bool(const std::string&, int)> lose = [](const std::string&, int) { return false; };
+  std::vector<int> delay_ms;  // per worker: how long its measurements take
   std::map<int, int> jobs_per_worker;
   std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
 
@@ -76,6 +78,7 @@ class ScriptedExecutor final : public WorkerPool {
       measured.emplace_back(job.request.module.string(), static_cast<int>(worker));
       nth = static_cast<int>(measured.size());
     }
+    if (worker < delay_ms.size()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[worker]));
     if (lose(job.request.module.string(), nth)) {
       result.status = Status::Lost;
       result.reason = "scripted loss";
@@ -169,6 +172,35 @@ TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
   EXPECT_EQ(run.state.kernels.at(0).best_worker, best_worker);
   EXPECT_GT(executor.jobs_per_worker[0], 0);
   EXPECT_GT(executor.jobs_per_worker[1], 0);
+}
+
+std::vector<std::string> decisions_of(const std::filesystem::path& ws) {
+  std::vector<std::string> decisions;
+  for (const auto& row : read_results(ws / kResultsFile))
+    decisions.push_back(row.at("config") + " " + row.at("decision"));
+  return decisions;
+}
+
+// Each configuration's time depends on it alone; the second worker answers at once and the first
+// takes 30 ms, so results come back out of order. They are decided in proposal order: the same
+// decisions, in the same order, as one worker makes.
+TEST(Executor, SeveralWorkersDecideAsOneWorkerDoes) {
+  const auto time_of = [](const std::string& module, int) {
+    double us = 100;
+    if (module.find("MODE=4") != std::string::npos) us = 20;
+    if (module.find("MODE=0 REPEAT=4") != std::string::npos) us = 60;
+    return us;
+  };
+  ScriptedExecutor one(1, time_of);
+  LoopRun alone = start_loop("executor-one");
+  run_with(alone, one, 10);
+  ScriptedExecutor two(2, time_of);
+  two.delay_ms = {30, 0};
+  LoopRun pair = start_loop("executor-two");
+  run_with(pair, two, 10);
+  EXPECT_EQ(decisions_of(pair.ws), decisions_of(alone.ws));
+  EXPECT_EQ(decisions_of(alone.ws).size(), 10u);
+  EXPECT_GT(two.jobs_per_worker[1], 0);
 }
 
 TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {

@@ -1,0 +1,117 @@
+"""`autokernel optimize --ray` on a Ray cluster of two nodes on this machine (ray.cluster_utils):
+the host backend's experiments measured by an actor on each node and compiled by tasks on their
+CPUs; a node removed in the middle of the run loses no experiment; a cheat an agent submits
+through a remote worker is rejected as it is on one machine; nothing of the run outlives it.
+"""
+import csv
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+try:
+    import ray  # noqa: F401
+    from ray.cluster_utils import Cluster
+except ImportError:  # the project's .venv has it (python/requirements.txt)
+    Cluster = None
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "tests" / "kernels"
+CLI = os.environ.get("AK_CLI_PATH", str(ROOT / "build" / "autokernel"))
+PLAN = ('{"name": "test", "shares_from_baselines": false, "kernels": [{"name": "sum", "op": "reduce", '
+        '"file": "kernels/sum/sum.cpp", "shape": "48x1024", "dtype": "fp32", "share": 0.5}]}')
+
+
+def make_workspace(parent):
+    workspace = pathlib.Path(parent) / "workspace"
+    (workspace / "kernels" / "sum").mkdir(parents=True)
+    shutil.copy(KERNELS / "loop_modes.cpp", workspace / "kernels" / "sum" / "sum.cpp")
+    (workspace / "plan.json").write_text(PLAN)
+    return workspace
+
+
+def results(workspace):
+    path = workspace / "results.tsv"
+    if not path.exists():
+        return []
+    with open(path) as table:
+        return list(csv.DictReader(table, delimiter="\t"))
+
+
+def optimize(workspace, address, *extra):
+    return [CLI, "optimize", "--workspace", str(workspace), "--backend", "host", "--max-time", "0.2",
+            "--json", "--ray", address, *extra]
+
+
+def measuring_processes():
+    """Processes of this machine that measure for a run: actors and experiment servers."""
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "ray::Measurer" in line or "worker --serve" in line]
+
+
+@unittest.skipIf(Cluster is None, "no Ray in this Python")
+class TwoNodeCluster(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # Logical CPUs: each node holds an actor and room for compile tasks.
+        cls.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 3})
+        cls.second = cls.cluster.add_node(num_cpus=3)
+        cls.cluster.wait_for_nodes()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.shutdown()
+
+    def setUp(self):
+        self.scratch = tempfile.mkdtemp(prefix="autokernel-ray-cluster-")
+        self.addCleanup(shutil.rmtree, self.scratch, ignore_errors=True)
+
+    def test_a_node_removed_mid_run_loses_no_experiment(self):
+        workspace = make_workspace(self.scratch)
+        run = subprocess.Popen(optimize(workspace, self.cluster.address, "--workers", "2", "--timeout", "20",
+                                        "--strategy", "exhaustive", "--patience", "20", "--budget", "7"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 300
+        while len(results(workspace)) < 2 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.cluster.remove_node(self.second)
+        output, _ = run.communicate(timeout=900)
+        self.assertEqual(run.returncode, 0, output)
+        rows = results(workspace)
+        self.assertEqual([r["experiment"] for r in rows], [str(i) for i in range(1, 8)], output)
+        self.assertEqual(rows[0]["decision"], "baseline", rows[0]["reason"])
+        for row in rows:
+            self.assertIn(row["status"], {"PASS", "FAIL", "CRASH", "TIMEOUT", "LOST"}, row)
+            if row["status"] == "LOST":  # lost twice: said why, and never a time
+                self.assertEqual(row["decision"], "failed")
+                self.assertTrue(row["reason"])
+        self.assertTrue(all(r["worker"].count("/cpu") == 1 for r in rows if r["worker"]), rows)
+        self.assertEqual(measuring_processes(), [], "a measuring process outlived the run")
+
+    def test_a_cheat_through_a_remote_worker_is_rejected(self):
+        workspace = make_workspace(self.scratch)
+        state = pathlib.Path(self.scratch) / "agent-state"
+        state.mkdir()
+        agent = f"sh '{ROOT / 'tests' / 'loop_agents' / 'cheating.sh'}' '{state / 'calls'}'"
+        env = dict(os.environ, AUTOKERNEL_AGENT_WRITABLE=str(state))
+        run = subprocess.run(optimize(workspace, self.cluster.address, "--timeout", "40", "--agent-cmd", agent,
+                                      "--agent-timeout", "30", "--patience", "4"),
+                             capture_output=True, text=True, env=env, timeout=900)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        rows = results(workspace)
+        self.assertGreaterEqual(len(rows), 4)
+        self.assertEqual(rows[0]["decision"], "baseline", rows[0]["reason"])
+        expected = [("FAIL", "unexpected message on the launch channel"), ("FAIL", "never written"),
+                    ("CRASH", "called fork")]
+        for row, (status, reason) in zip(rows[1:4], expected):
+            self.assertEqual(row["status"], status, row["reason"])
+            self.assertIn(reason, row["reason"])
+        self.assertFalse([r for r in rows if r["decision"] == "kept"])
+        self.assertTrue(all(r["worker"] for r in rows[:4]), rows)
+
+
+if __name__ == "__main__":
+    unittest.main()
