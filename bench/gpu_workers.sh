@@ -6,15 +6,18 @@
 #  2. GPU tests: the CUDA cheat battery (batching the work of calls not made among them) and
 #     L2 persistence across the judge's flush (GPU_TESTS overrides the filter);
 #  3. one starter timed by the judge on each GPU (the same kernel agrees across GPUs?);
-#  4. the memory-bound suite under `optimize` for BUDGET on GPU 0 alone, then on every GPU
+#  4. the judge beside CUDA events in one process (bench/timing_crosscheck.py, CROSSCHECK_OPS);
+#  5. the memory-bound suite under `optimize` for BUDGET on GPU 0 alone, then on every GPU
 #     (--gpus all): experiments per hour over the whole run and over its second half (after
 #     each worker has drawn its references), per worker;
-#  5. a table last; logs and both runs' results.tsv in $OUT.
+#  6. a table last; logs and both runs' results.tsv in $OUT.
 #   run(command="bash bench/gpu_workers.sh", kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
-BUDGET=${BUDGET:-80}
+DEADLINE_S=${DEADLINE_S:-560}  # the whole script, from its start (the device call allows 600)
+BUDGET=${BUDGET:-80}             # each optimize run at most; less when the deadline needs it
+CROSSCHECK_OPS=${CROSSCHECK_OPS:-reduce,rmsnorm}
 OPS=${OPS:-rmsnorm,softmax,reduce}
 GPU_TESTS=${GPU_TESTS:-"Cuda/CudaCheatBattery.*:CudaCheats.ResultReuseGainsNothing:CudaCheats.L2PersistenceGainsNothing"}
 AK=$PWD/build-gpu/autokernel
@@ -37,6 +40,15 @@ for g in $(seq 0 $((GPUS - 1))); do
     >"$OUT/bench-gpu$g.json" 2>>"$OUT/workers.log"
 done
 
+if [[ -n $CROSSCHECK_OPS ]] && (($(date +%s) - START < DEADLINE_S / 2)); then
+  log "the judge beside CUDA events in one process ($CROSSCHECK_OPS)"
+  timeout 120 python3 bench/timing_crosscheck.py --ak "$AK" --ops "$CROSSCHECK_OPS" --json "$OUT/crosscheck.json" \
+    >"$OUT/crosscheck.txt" 2>&1
+  tail -6 "$OUT/crosscheck.txt" | tee -a "$OUT/workers.log"
+fi
+left=$((DEADLINE_S - ($(date +%s) - START)))
+BUDGET=$(((left - 60) / 2 < BUDGET ? (left - 60) / 2 : BUDGET))
+
 run_loop() {  # NAME GPUS
   local ws=/tmp/workers-$1
   rm -rf "$ws"
@@ -47,8 +59,12 @@ run_loop() {  # NAME GPUS
   tail -3 "$OUT/optimize-$1.txt" | tee -a "$OUT/workers.log"
   cp "$ws/results.tsv" "$OUT/results-$1.tsv" 2>/dev/null
 }
-run_loop one 0
-run_loop all all
+if ((BUDGET >= 20)); then
+  run_loop one 0
+  run_loop all all
+else
+  log "no time left for the loop runs ($left s)"
+fi
 
 log summary
 python3 - "$OUT" "$GPUS" <<'EOF' | tee "$OUT/workers-table.txt"
