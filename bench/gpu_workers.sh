@@ -10,7 +10,7 @@
 #  5. the memory-bound suite under `optimize` for BUDGET on GPU 0 alone, then on every GPU
 #     (--gpus all): experiments per hour over the whole run and over its second half (after
 #     each worker has drawn its references), per worker;
-#  6. a table last; logs and both runs' results.tsv in $OUT.
+#  6. a table last; logs and both runs' results.tsv in $OUT (the details in details.tar.gz).
 #   run(command="bash bench/gpu_workers.sh", kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,3 +104,6 @@ if "one" in rates and "all" in rates and rates["one"] > 0:
     print(f"scaling (second halves): {rates['all'] / rates['one']:.2f}x with {gpus} GPUs = "
           f"{rates['all'] / (gpus * rates['one']):.2f} of linear (target >= 0.9)")
 EOF
+# The device tool brings back 8 files: the rest travel as one archive.
+(cd "$OUT" && tar -czf details.tar.gz build.log bench-gpu*.json crosscheck.* optimize-*.txt results-*.tsv 2>/dev/null &&
+   rm -f build.log bench-gpu*.json crosscheck.* optimize-*.txt results-*.tsv)
