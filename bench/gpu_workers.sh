@@ -35,7 +35,7 @@ log "gpu tests ($GPU_TESTS)"
 grep -E "^\[  (PASSED|FAILED|  OK|RUN) |L2 persistence|Failure" "$OUT/gpu-tests.log" | grep -v "RUN" | tee -a "$OUT/workers.log"
 
 log "one starter on each GPU"
-for g in $(seq 0 $((GPUS - 1))); do
+((${BENCH_EACH:-1})) && for g in $(seq 0 $((GPUS - 1))); do
   CUDA_VISIBLE_DEVICES=$g timeout 120 "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --max-time 1 --json \
     >"$OUT/bench-gpu$g.json" 2>>"$OUT/workers.log"
 done

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -59,6 +60,25 @@ bool pin_this_thread(const std::vector<int>& cpus) {
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
   return ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
+  std::string text;
+  for (int cpu : cpus) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(cpu);
+  }
+  return text;
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) return {};
+    cpus.push_back(std::stoi(item));
+  }
+  return cpus;
 }
 
 }  // namespace ak

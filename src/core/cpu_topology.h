@@ -3,6 +3,7 @@
 // each other) and the compiler pool, so that a compile never shares a core with a timing.
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace ak {
@@ -23,5 +24,12 @@ CorePlan plan_cores(const std::vector<std::vector<int>>& cores, int measuring_wo
 
 // Pins the calling thread (and the processes it starts from now on) to `cpus`; false on failure.
 bool pin_this_thread(const std::vector<int>& cpus);
+
+// "0,16,1,17" and back (what AUTOKERNEL_JUDGE_CPUS holds); a malformed list is empty.
+std::string cpu_list(const std::vector<int>& cpus);
+std::vector<int> parse_cpu_list(const std::string& text);
+
+// The variable that tells an experiment server where its judges run (harness/experiment_server.h).
+inline constexpr const char* kJudgeCpusVariable = "AUTOKERNEL_JUDGE_CPUS";
 
 }  // namespace ak

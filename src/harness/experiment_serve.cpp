@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "core/cpu_topology.h"
 #include "core/registry.h"
 #include "core/subprocess.h"
 #include "harness/experiment_server.h"
@@ -10,8 +12,12 @@
 namespace ak {
 namespace {
 
-// The child's side: run_experiment on the cases this process prepared before it forked.
+// The child's side: run_experiment on the cases this process prepared before it forked, on the
+// cores set apart for judging (AUTOKERNEL_JUDGE_CPUS) where the server was given some: the server
+// draws its references on the compilers' cores, the judge times on cores of its own.
 std::string experiment_in_child(const ExperimentRequest& request) {
+  if (const char* cpus = std::getenv(kJudgeCpusVariable); cpus && *cpus)
+    pin_this_thread(parse_cpu_list(cpus));
   const ExperimentResult result = run_experiment(
       request, [](std::string_view stage) { write_line(STDOUT_FILENO, "stage " + std::string(stage)); });
   return nlohmann::json(result).dump();

@@ -25,11 +25,13 @@
 
 namespace ak {
 
-// Where a server runs: variables for its environment (CUDA_VISIBLE_DEVICES names its GPU) and the
-// CPU cores it and every process it starts (the judges, their launchers) are pinned to.
+// Where a server runs: variables for its environment (CUDA_VISIBLE_DEVICES names its GPU), the CPU
+// cores the server itself is pinned to (it draws the references there), and those its judges and
+// their launchers are pinned to (AUTOKERNEL_JUDGE_CPUS, which the forked judge applies).
 struct ServerPlacement {
   EnvOverrides env;
-  std::vector<int> cpus;  // empty: not pinned
+  std::vector<int> cpus;        // empty: not pinned
+  std::vector<int> judge_cpus;  // empty: the server's
 };
 
 class ExperimentServer {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -124,15 +125,23 @@ bool KernelSession::may_submit(int starts_left) const {
   return tickets_.size() < most && static_cast<int>(in_order_.size()) < starts_left;
 }
 
+// As many candidates building ahead as keep every worker busy: each worker needs a new module
+// every measurement, and a build takes build/measure measurements' time (at least three ahead, as
+// one worker always had; at most eight per worker, or proposals go stale).
+size_t KernelSession::builds_ahead() const {
+  const size_t workers = executor_.workers().size();
+  size_t per_worker = 1;
+  if (build_seconds_.count > 0 && measure_seconds_.count > 0 && measure_seconds_.mean() > 0)
+    per_worker += static_cast<size_t>(std::ceil(build_seconds_.mean() / measure_seconds_.mean()));
+  return std::clamp(workers * per_worker, std::max<size_t>(workers, 3), 8 * workers);
+}
+
 // The next candidate in proposal order: its build awaited, then measured on the first free worker
 // (or recorded at once when it never built).
 void KernelSession::submit_next() {
-  constexpr size_t kBuildsAhead = 3;
   const bool has_result =
       std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
-  const size_t depth =
-      has_result && proposer_->lookahead() ? std::max(executor_.workers().size(), kBuildsAhead) : 1;
-  if (!refill(depth)) return;
+  if (!refill(has_result && proposer_->lookahead() ? builds_ahead() : 1)) return;
   const uint64_t seq = next_seq_++;
   Measuring& measuring = in_order_[seq];
   measuring.pending = std::move(pipeline_.front());
@@ -178,6 +187,8 @@ void KernelSession::finish(MeasureDone done) {
   ExperimentResult result = std::move(done.result);
   result.compile_seconds = measuring.built.build->seconds;
   result.compile_cached = measuring.built.build->cached;
+  if (!result.compile_cached) build_seconds_.add(result.compile_seconds);
+  measure_seconds_.add(done.seconds);
   // The machinery died under it, not the kernel: once more, on whichever worker is free.
   if (result.status == Status::Lost && !measuring.retried && executor_.workers().size() > 1) {
     if (env_.on_note)

@@ -54,6 +54,7 @@ class KernelSession {
 
   void load_history();
   bool refill(size_t depth);  // false when the proposer has nothing left and nothing is queued
+  size_t builds_ahead() const;
   bool may_submit(int starts_left) const;
   void submit_next();
   void measure(uint64_t seq, int worker);
@@ -82,6 +83,13 @@ class KernelSession {
   std::map<uint64_t, Measuring> in_order_;  // by proposal order: measuring, or waiting to be recorded
   std::map<uint64_t, uint64_t> tickets_;    // a measurement in flight -> its place in in_order_
   uint64_t next_seq_ = 0;
+  struct Mean {
+    double sum = 0;
+    int count = 0;
+    void add(double v) { sum += v, ++count; }
+    double mean() const { return count ? sum / count : 0; }
+  };
+  Mean build_seconds_, measure_seconds_;  // uncached builds; measurements on a worker
   std::string last_report_;
   bool exhausted_ = false;
 };

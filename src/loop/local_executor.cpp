@@ -1,6 +1,7 @@
 // The executor of one machine: a measuring worker per GPU (an experiment server started with
-// CUDA_VISIBLE_DEVICES naming that GPU, pinned to two physical cores of its own, on a thread of
-// this process that feeds it), and a pool of compiler threads pinned to the other cores.
+// CUDA_VISIBLE_DEVICES naming that GPU, its judges pinned to two physical cores of their own, on
+// a thread of this process that feeds it), and a pool of compiler threads pinned to the other
+// cores, where the servers also draw their references.
 #include "loop/local_executor.h"
 
 #include <unistd.h>
@@ -99,7 +100,10 @@ class LocalExecutor final : public WorkerPool {
         info.name = "gpu" + std::to_string(info.gpu);
         info.model = device_model(o.backend, info.gpu);
         placement.env = {{"CUDA_VISIBLE_DEVICES", std::to_string(info.gpu)}};
-        if (cores.pinned()) placement.cpus = cores.workers[static_cast<size_t>(w)];
+        if (cores.pinned()) {  // references drawn on the compilers' cores, judging on its own
+          placement.cpus = cores.builds;
+          placement.judge_cpus = cores.workers[static_cast<size_t>(w)];
+        }
       } else {
         info.name = "host" + std::to_string(w);
         info.model = o.device_model.empty() ? device_model(o.backend, 0) : o.device_model;

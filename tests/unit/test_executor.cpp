@@ -40,6 +40,8 @@ TEST(Executor, EachMeasuringWorkerGetsTwoCoresOfItsOwnAndTheBuildsTheRest) {
   EXPECT_FALSE(plan_cores(cores, 2).pinned()) << "no core left to compile on";
   EXPECT_FALSE(plan_cores({{0}, {1}}, 1).pinned());
   EXPECT_FALSE(physical_cores().empty());
+  EXPECT_EQ(parse_cpu_list(cpu_list({0, 4, 1, 5})), (std::vector<int>{0, 4, 1, 5}));
+  EXPECT_TRUE(parse_cpu_list("0,x").empty());
 }
 
 // Workers that answer at once: PASS with the time `time_us(module, worker)`, or LOST when
