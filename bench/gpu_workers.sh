@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 DEADLINE_S=${DEADLINE_S:-560}  # the whole script, from its start (the device call allows 600)
 BUDGET=${BUDGET:-80}             # each optimize run at most; less when the deadline needs it
-CROSSCHECK_OPS=${CROSSCHECK_OPS:-reduce,rmsnorm}
+CROSSCHECK_OPS=${CROSSCHECK_OPS-reduce,rmsnorm}  # empty: skipped
 OPS=${OPS:-rmsnorm,softmax,reduce}
 GPU_TESTS=${GPU_TESTS:-"Cuda/CudaCheatBattery.*:CudaCheats.ResultReuseGainsNothing:CudaCheats.L2PersistenceGainsNothing"}
 AK=$PWD/build-gpu/autokernel
@@ -35,7 +35,8 @@ log "gpu tests ($GPU_TESTS)"
 grep -E "^\[  (PASSED|FAILED|  OK|RUN) |L2 persistence|Failure" "$OUT/gpu-tests.log" | grep -v "RUN" | tee -a "$OUT/workers.log"
 
 log "one starter on each GPU"
-((${BENCH_EACH:-1})) && for g in $(seq 0 $((GPUS - 1))); do
+for g in $(seq 0 $((GPUS - 1))); do
+  ((${BENCH_EACH:-1})) || break
   CUDA_VISIBLE_DEVICES=$g timeout 120 "$AK" bench kernels/cuda/rmsnorm.cu --op rmsnorm --max-time 1 --json \
     >"$OUT/bench-gpu$g.json" 2>>"$OUT/workers.log"
 done
@@ -105,5 +106,5 @@ if "one" in rates and "all" in rates and rates["one"] > 0:
           f"{rates['all'] / (gpus * rates['one']):.2f} of linear (target >= 0.9)")
 EOF
 # The device tool brings back 8 files: the rest travel as one archive.
-(cd "$OUT" && tar -czf details.tar.gz build.log bench-gpu*.json crosscheck.* optimize-*.txt results-*.tsv 2>/dev/null &&
-   rm -f build.log bench-gpu*.json crosscheck.* optimize-*.txt results-*.tsv)
+(cd "$OUT" && shopt -s nullglob && details=(build.log bench-gpu*.json crosscheck.* optimize-*.txt results-*.tsv) &&
+   tar -czf details.tar.gz "${details[@]}" && rm -f "${details[@]}")

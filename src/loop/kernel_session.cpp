@@ -120,8 +120,10 @@ void KernelSession::start_build(Pending& pending) {
 bool KernelSession::may_submit(int starts_left) const {
   const bool has_result =
       std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
-  // Until the first result, and always for a proposer that edits the file, one at a time.
-  const size_t most = has_result && proposer_->lookahead() ? executor_.workers().size() : 1;
+  // Until the first result, and always for a proposer that edits the file, one at a time; else
+  // two per worker, one measuring and one queued behind it, so that no worker waits while this
+  // thread records a result or awaits the next build (each worker still measures one at a time).
+  const size_t most = has_result && proposer_->lookahead() ? 2 * executor_.workers().size() : 1;
   return tickets_.size() < most && static_cast<int>(in_order_.size()) < starts_left;
 }
 
