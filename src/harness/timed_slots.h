@@ -31,7 +31,8 @@ struct SampleReading {
   int foreign = 0;     // of those, written: work for a call the judge never made
   std::string first;   // the first sample that is not right, named
   std::string first_foreign;
-  bool all_poisoned() const { return unwritten + unlaunched - foreign == samples; }
+  int written() const { return samples - unwritten - (unlaunched - foreign); }
+  bool all_poisoned() const { return written() == 0; }
   bool all_right() const { return unwritten == 0 && wrong == 0 && foreign == 0; }
 };
 

@@ -70,7 +70,7 @@ struct Batch {
 
 Batch timed_batch(TimedSlots& slots, Launcher& launcher) {
   if (const SampleReading before = slots.read_samples(); !before.all_poisoned())
-    throw Error(ErrorKind::Validation, std::to_string(before.samples - before.unwritten) +
+    throw Error(ErrorKind::Validation, std::to_string(before.written()) +
                                            " sampled output(s) were written before the timed launches were "
                                            "sent: work done outside the timed interval");
   const auto start = Clock::now();
