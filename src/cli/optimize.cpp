@@ -170,6 +170,11 @@ int run_optimize(OptimizeOptions o) {
   if (!o.json) {
     env.on_kernel = print_kernel;
     env.on_note = [](const std::string& note) { std::cout << "       " << note << std::endl; };
+    env.on_waiting = [](const std::vector<std::string>& activity) {
+      std::cout << "       at work:";
+      for (size_t i = 0; i < activity.size(); ++i) std::cout << (i ? " | " : " ") << activity[i];
+      std::cout << std::endl;
+    };
     env.on_experiment = [multi = executor->workers().size() > 1](const KernelState& k, const Outcome& out,
                                                                  const ExperimentResult& r) {
       print_experiment(k, out, r, multi);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,9 @@ class Executor {
   virtual std::future<BuiltCandidate> build(const Candidate& candidate, const EvaluateOptions& options) = 0;
   // Queues a measurement; a job for a given worker waits for that one.
   virtual void submit(MeasureJob job) = 0;
-  // The next job to finish (blocks). Throws Error(Internal) when nothing is in flight.
-  virtual MeasureDone next() = 0;
+  // The next job to finish, waiting at most `wait` (nothing when none finished by then). Throws
+  // Error(Internal) when nothing is in flight.
+  virtual std::optional<MeasureDone> next(std::chrono::milliseconds wait) = 0;
   virtual size_t in_flight() const = 0;
   // One line per worker: what it is doing now ("idle", "rmsnorm sweep"), for progress lines.
   virtual std::vector<std::string> activity() const = 0;

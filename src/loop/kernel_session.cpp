@@ -243,9 +243,17 @@ void KernelSession::run(const std::function<bool()>& stop, const std::function<i
       if (exhausted_ && pipeline_.empty()) break;
       continue;
     }
-    finish(executor_.next());
+    await_result();
   }
-  while (!tickets_.empty()) finish(executor_.next());  // nothing in flight is lost
+  while (!tickets_.empty()) await_result();  // nothing in flight is lost
+}
+
+void KernelSession::await_result() {
+  constexpr std::chrono::seconds kSayEvery{30};
+  while (true) {
+    if (auto done = executor_.next(kSayEvery)) return finish(std::move(*done));
+    if (env_.on_waiting) env_.on_waiting(executor_.activity());
+  }
 }
 
 std::string KernelSession::commit_message(int experiment, const Proposal& proposal,

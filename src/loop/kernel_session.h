@@ -59,6 +59,7 @@ class KernelSession {
   void submit_next();
   void measure(uint64_t seq, int worker);
   void finish(MeasureDone done);
+  void await_result();  // the next result, saying what the workers do while it takes long
   void record_in_order();
   void record(const Measuring& measuring, const ExperimentResult& result, int worker);
   std::string config_of(const Measuring& measuring) const;

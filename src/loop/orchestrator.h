@@ -41,6 +41,8 @@ struct LoopEnvironment {
   std::function<void(const KernelState&, const Outcome&, const ExperimentResult&)> on_experiment;
   std::function<void(const KernelState&, bool starting)> on_kernel;  // starting, or done with it
   std::function<void(const std::string&)> on_note;                   // a measurement run again, and why
+  // Every 30 s without a result: what each worker is doing (Executor::activity).
+  std::function<void(const std::vector<std::string>&)> on_waiting;
 };
 
 // Puts a killed run back in order: replays results.tsv rows past run.json's last experiment,

@@ -38,10 +38,10 @@ void WorkerPool::submit(MeasureJob job) {
   work_.notify_all();
 }
 
-MeasureDone WorkerPool::next() {
+std::optional<MeasureDone> WorkerPool::next(std::chrono::milliseconds wait) {
   std::unique_lock lock(mutex_);
   if (running_ == 0 && done_.empty()) throw Error(ErrorKind::Internal, "next() with nothing in flight");
-  finished_.wait(lock, [this] { return !done_.empty(); });
+  if (!finished_.wait_for(lock, wait, [this] { return !done_.empty(); })) return std::nullopt;
   MeasureDone done = std::move(done_.front());
   done_.pop_front();
   return done;

@@ -19,7 +19,7 @@ class WorkerPool : public Executor {
   ~WorkerPool() override;  // call stop_workers() first from the derived destructor
   const std::vector<WorkerInfo>& workers() const override { return infos_; }
   void submit(MeasureJob job) override;
-  MeasureDone next() override;
+  std::optional<MeasureDone> next(std::chrono::milliseconds wait) override;
   size_t in_flight() const override;
   std::vector<std::string> activity() const override;
 

@@ -104,15 +104,24 @@ TEST(Executor, JobsForAWorkerWaitForItAndTheRestGoToAnyFreeOne) {
   EXPECT_EQ(executor.in_flight(), 30u);
   std::set<uint64_t> tickets;
   for (int i = 0; i < 30; ++i) {
-    const MeasureDone done = executor.next();
+    const MeasureDone done = *executor.next(std::chrono::hours(1));
     EXPECT_TRUE(tickets.insert(done.ticket).second);
     if (done.ticket % 5 == 0) {
       EXPECT_EQ(done.worker, 2) << done.ticket;
     }
   }
   EXPECT_EQ(executor.in_flight(), 0u);
-  EXPECT_THROW(executor.next(), Error);
+  EXPECT_THROW(executor.next(std::chrono::hours(1)), Error);
   EXPECT_EQ(executor.activity().size(), 3u);
+  // A job still measuring: next() gives up after its wait, and the worker says what it is doing.
+  ScriptedExecutor slow(1, [](const std::string&, int) { return 1.0; });
+  slow.delay_ms = {300};
+  MeasureJob job{1, {}, std::chrono::seconds(1), -1};
+  job.request.op = "reduce";
+  slow.submit(job);
+  EXPECT_FALSE(slow.next(std::chrono::milliseconds(50)));
+  EXPECT_NE(slow.activity().front().find("reduce"), std::string::npos) << slow.activity().front();
+  EXPECT_TRUE(slow.next(std::chrono::seconds(10)));
 }
 
 struct LoopRun {
