@@ -10,12 +10,15 @@ import base64
 import hashlib
 import json
 import os
+import secrets
+import shutil
 import sys
+import tempfile
 import threading
 
 import ray
 
-from .measurer import Measurer, compile_task
+from .measurer import Measurer, clean_node, compile_task
 
 _out_lock = threading.Lock()
 
@@ -27,15 +30,19 @@ def say(message):
 
 
 def connect(address, actor_cpus):
+    """Joins the cluster; for "local", starts one of this machine alone, its files in a temporary
+    directory that is returned (to be removed at the end), else None."""
     quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
     if address == "local":
-        # A cluster of this machine alone: its CPUs for the compile tasks, besides the actors' own.
-        ray.init(num_cpus=(os.cpu_count() or 1) + actor_cpus, **quiet)
-    else:
-        ray.init(address=address, **quiet)
+        # This machine's CPUs for the compile tasks, besides the actors' own.
+        directory = tempfile.mkdtemp(prefix="autokernel-ray-local-")
+        ray.init(num_cpus=(os.cpu_count() or 1) + actor_cpus, _temp_dir=directory, **quiet)
+        return directory
+    ray.init(address=address, **quiet)
+    return None
 
 
-def start_actors(cli, backend, host_workers):
+def start_actors(cli, backend, host_workers, token):
     """One actor per GPU of every live node (cuda), or host_workers actors of one CPU each."""
     actors = []
     if backend == "cuda":
@@ -46,11 +53,11 @@ def start_actors(cli, backend, host_workers):
             for _ in range(int(node.get("Resources", {}).get("GPU", 0))):
                 strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
                 actors.append(Measurer.options(num_gpus=1, num_cpus=1, scheduling_strategy=strategy)
-                              .remote(cli, backend))
+                              .remote(cli, backend, token, len(actors)))
     else:
         # The host backend's actors spread over the nodes: each node's CPU is a device.
-        actors = [Measurer.options(num_cpus=1, scheduling_strategy="SPREAD").remote(cli, backend)
-                  for _ in range(host_workers)]
+        actors = [Measurer.options(num_cpus=1, scheduling_strategy="SPREAD").remote(cli, backend, token, index)
+                  for index in range(host_workers)]
     if not actors:
         raise RuntimeError("the Ray cluster has no GPU" if backend == "cuda" else "no actor could be placed")
     described = ray.get([a.describe.remote() for a in actors], timeout=240)
@@ -70,8 +77,9 @@ def start_actors(cli, backend, host_workers):
 
 
 class Side:
-    def __init__(self, cli, actors):
+    def __init__(self, cli, actors, token):
         self.cli = cli
+        self.token = token
         self.actors = actors
         self.pending = {}  # ObjectRef -> (kind, id, worker)
         self.modules = {}  # (path, size, mtime) -> ObjectRef of its bytes
@@ -103,7 +111,7 @@ class Side:
         self.wake.set()
 
     def build(self, ask):
-        ref = compile_task.remote(self.cli, ask)
+        ref = compile_task.remote(self.cli, ask, self.token)
         with self.lock:
             self.pending[ref] = ("build", ask["id"], -1)
         self.wake.set()
@@ -155,14 +163,17 @@ def main():
     parser.add_argument("--backend", choices=["cuda", "host"], required=True)
     parser.add_argument("--host-workers", type=int, default=1)
     args = parser.parse_args()
+    token = secrets.token_hex(4)  # names what this run leaves on the nodes, for clean_up
+    local = None
     try:
-        connect(args.address, args.host_workers if args.backend == "host" else 0)
-        actors, workers = start_actors(os.path.abspath(args.cli), args.backend, args.host_workers)
+        local = connect(args.address, args.host_workers if args.backend == "host" else 0)
+        actors, workers = start_actors(os.path.abspath(args.cli), args.backend, args.host_workers, token)
     except Exception as error:  # connection refused, no GPU, a timeout: one line for the driver
         say({"op": "error", "reason": f"{type(error).__name__}: {error}".splitlines()[0]})
+        clean_up([], token, local)
         return 2
     say({"op": "ready", "workers": workers})
-    side = Side(os.path.abspath(args.cli), actors)
+    side = Side(os.path.abspath(args.cli), actors, token)
     stop = threading.Event()
     collector = threading.Thread(target=side.collect, args=(stop,), daemon=True)
     collector.start()
@@ -173,10 +184,27 @@ def main():
         (side.measure if ask.get("op") == "measure" else side.build)(ask)
     stop.set()
     collector.join()
-    for actor in actors:
-        ray.kill(actor)  # its experiment server dies with it (PR_SET_PDEATHSIG)
-    ray.shutdown()
+    clean_up(actors, token, local)
     return 0
+
+
+def clean_up(actors, token, local):
+    """Ends the actors (their experiment servers die with them: PR_SET_PDEATHSIG), removes the
+    run's files from every live node, leaves the cluster, and removes a local cluster's files."""
+    try:
+        for actor in actors:
+            ray.kill(actor)
+        if ray.is_initialized():
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+            cleaning = [clean_node.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
+                        .remote(token) for node in ray.nodes() if node.get("Alive")]
+            ray.get(cleaning, timeout=60)
+    except Exception as error:  # a node gone meanwhile: what is left there is said, not fatal
+        print(f"autokernel_ray: the run's files were not removed from every node: {error}", file=sys.stderr)
+    finally:
+        ray.shutdown()
+        if local:
+            shutil.rmtree(local, ignore_errors=True)
 
 
 if __name__ == "__main__":

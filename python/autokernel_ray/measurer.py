@@ -1,11 +1,13 @@
 """What runs on the cluster's nodes: the measuring actor (one per GPU) and the compile task."""
 import base64
 import ctypes
+import glob
 import hashlib
 import json
 import os
 import platform
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -56,10 +58,13 @@ def _result(status, stage, reason):
 class Measurer:
     """One worker: an experiment server of its own on this node, one experiment at a time."""
 
-    def __init__(self, cli, backend):
+    def __init__(self, cli, backend, token, index):
         self.cli = cli
         self.backend = backend
-        self.directory = tempfile.mkdtemp(prefix="autokernel-ray-")
+        # Named by the run, so that the run's end can remove it from every node (clean_node), and a
+        # restarted actor finds the modules it had.
+        self.directory = os.path.join(tempfile.gettempdir(), f"autokernel-ray-{token}-{index}")
+        os.makedirs(self.directory, exist_ok=True)
         self.server = None
 
     def describe(self):
@@ -142,9 +147,9 @@ class Measurer:
 
 
 @ray.remote(num_cpus=1, max_retries=1)
-def compile_task(cli, ask):
+def compile_task(cli, ask, token):
     """Lints and compiles one candidate on this node; the module comes back as bytes."""
-    with tempfile.TemporaryDirectory(prefix="autokernel-build-") as directory:
+    with tempfile.TemporaryDirectory(prefix=f"autokernel-build-{token}-") as directory:
         source = os.path.join(directory, os.path.basename(ask["source_name"]))
         with open(source, "w") as out:
             out.write(ask["source_text"])
@@ -166,3 +171,13 @@ def compile_task(cli, ask):
                 answer["data"] = base64.b64encode(module.read()).decode()
             answer["suffix"] = os.path.splitext(answer["module"])[1] or ".so"
         return answer
+
+
+@ray.remote(num_cpus=0)
+def clean_node(token):
+    """Removes what the run left in this node's temporary directory: its actors' modules and the
+    build directories of compile tasks that were stopped midway."""
+    for pattern in (f"autokernel-ray-{token}-*", f"autokernel-build-{token}-*"):
+        for path in glob.glob(os.path.join(tempfile.gettempdir(), pattern)):
+            shutil.rmtree(path, ignore_errors=True)
+    return True

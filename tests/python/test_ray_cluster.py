@@ -46,6 +46,13 @@ def optimize(workspace, address, *extra):
             "--json", "--ray", address, *extra]
 
 
+def run_files():
+    """What a run leaves in the nodes' temporary directory (one machine here) if it does not clean up."""
+    tmp = tempfile.gettempdir()
+    return {p.name for p in pathlib.Path(tmp).glob("autokernel-ray-*") if not p.name.startswith("autokernel-ray-cluster-")} | \
+        {p.name for p in pathlib.Path(tmp).glob("autokernel-build-*")}
+
+
 def measuring_processes():
     """Processes of this machine that measure for a run: actors and experiment servers."""
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
@@ -56,6 +63,10 @@ def measuring_processes():
 class TwoNodeCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # Ray's own files (sessions, logs, sockets) in a directory of the test's, removed at the end.
+        cls.ray_files = tempfile.mkdtemp(prefix="akr-")
+        cls.saved_tmpdir = os.environ.get("RAY_TMPDIR")
+        os.environ["RAY_TMPDIR"] = cls.ray_files
         # Logical CPUs: each node holds an actor and room for compile tasks.
         cls.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 3})
         cls.second = cls.cluster.add_node(num_cpus=3)
@@ -64,10 +75,19 @@ class TwoNodeCluster(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.cluster.shutdown()
+        if cls.saved_tmpdir is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = cls.saved_tmpdir
+        shutil.rmtree(cls.ray_files, ignore_errors=True)
 
     def setUp(self):
         self.scratch = tempfile.mkdtemp(prefix="autokernel-ray-cluster-")
         self.addCleanup(shutil.rmtree, self.scratch, ignore_errors=True)
+        self.before = run_files()
+
+    def tearDown(self):
+        self.assertEqual(run_files() - self.before, set(), "the run left files on the nodes")
 
     def test_a_node_removed_mid_run_loses_no_experiment(self):
         workspace = make_workspace(self.scratch)

@@ -103,6 +103,17 @@ int ray_processes() {
   return count;
 }
 
+// What a Ray run leaves in the temporary directory when it does not clean up: its local
+// cluster's files, the actors' modules, compile tasks' build directories.
+std::set<std::string> run_files() {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("autokernel-ray-", 0) == 0 || name.rfind("autokernel-build-", 0) == 0) names.insert(name);
+  }
+  return names;
+}
+
 // An actor (its process is "ray::Measurer") that is running an experiment: its experiment server
 // has a judge child. 0 when none is.
 pid_t busy_actor() {
@@ -128,6 +139,7 @@ TEST(LoopWorkers, ARayClusterMeasuresOnItsActorsSurvivesOneDyingAndLeavesNoProce
   std::string tried;
   if (!find_python("ray", tried)) GTEST_SKIP() << "no Python with Ray (" << tried << ")";
   const int before = ray_processes();
+  const auto files_before = run_files();
   const auto ws = test::make_workspace("loop-ray");
   ProcessResult run;
   // The fifth point of the space hangs until its timeout: the experiments after it go to the other actor.
@@ -152,6 +164,7 @@ TEST(LoopWorkers, ARayClusterMeasuresOnItsActorsSurvivesOneDyingAndLeavesNoProce
   for (const auto& worker : workers) EXPECT_NE(worker.find("/cpu"), std::string::npos) << worker;
   test::expect_consistent(ws, test::json_of(run));
   EXPECT_EQ(ray_processes(), before) << "Ray's processes outlived the run";
+  EXPECT_EQ(run_files(), files_before) << "the run left files in " << std::filesystem::temp_directory_path();
 }
 
 TEST(LoopWorkers, BadWorkerChoicesAreOneLineErrors) {
