@@ -49,14 +49,36 @@ def optimize(workspace, address, *extra):
 def run_files():
     """What a run leaves in the nodes' temporary directory (one machine here) if it does not clean up."""
     tmp = tempfile.gettempdir()
-    return {p.name for p in pathlib.Path(tmp).glob("autokernel-ray-*") if not p.name.startswith("autokernel-ray-cluster-")} | \
+    return {p.name for p in pathlib.Path(tmp).glob("autokernel-ray-*")} | \
         {p.name for p in pathlib.Path(tmp).glob("autokernel-build-*")}
 
 
+def descendants(pid):
+    """Every process below `pid` (from /proc): the cluster's nodes are this test's children."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in pathlib.Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
 def measuring_processes():
-    """Processes of this machine that measure for a run: actors and experiment servers."""
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "ray::Measurer" in line or "worker --serve" in line]
+    """This test's processes that measure for a run: actors and their experiment servers."""
+    lines = []
+    for pid in descendants(os.getpid()):
+        try:
+            args = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "ray::Measurer" in args or "worker --serve" in args:
+            lines.append(args.strip())
+    return lines
 
 
 @unittest.skipIf(Cluster is None, "no Ray in this Python")
@@ -82,7 +104,7 @@ class TwoNodeCluster(unittest.TestCase):
         shutil.rmtree(cls.ray_files, ignore_errors=True)
 
     def setUp(self):
-        self.scratch = tempfile.mkdtemp(prefix="autokernel-ray-cluster-")
+        self.scratch = tempfile.mkdtemp(prefix="autokernel-test-ray-cluster-")
         self.addCleanup(shutil.rmtree, self.scratch, ignore_errors=True)
         self.before = run_files()
 
