@@ -110,7 +110,7 @@ class Bench:
         m = Measurement(mode, tuple(kernels))
         model, inputs = self.loaded.model, self.loaded.inputs
         applying.restore(model)
-        reset_compiled()
+        reset_compiled(compiling=mode != "eager")
         if kernels or traced_only:
             self.traced = self.traced or applying.trace(model, inputs)
             applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)

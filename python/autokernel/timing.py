@@ -5,6 +5,7 @@ under torch.compile in each of its modes.
 import gc
 import resource
 import statistics
+import sys
 import time
 
 import torch
@@ -50,13 +51,15 @@ def forward_in_mode(model, inputs, mode):
     return forward, time.perf_counter() - start, first
 
 
-def reset_compiled():
+def reset_compiled(compiling=True):
     """Forgets what torch.compile compiled, so the next variant of the model compiles afresh, and
-    frees what the last compilation left (its graphs hold reference cycles)."""
-    if hasattr(torch, "_dynamo"):
+    frees what the last compilation left (its graphs hold reference cycles). `compiling`: whether
+    the next measurement compiles; only then is Inductor's compile pool started and awaited (its
+    workers each import torch: seconds of every core, for nothing in an eager measurement)."""
+    if "torch._dynamo" in sys.modules:  # (hasattr would import it: seconds, for nothing to forget)
         torch._dynamo.reset()
     gc.collect()
-    pool = _compile_pool()
+    pool = _compile_pool() if compiling else None
     if pool is not None and not pool.use_process_pool():
         # Until the pool answers, Inductor compiles every Triton kernel here, one at a time: on the
         # H100 a compile that took 10 s ran past 80 s so (2026-11-25, py-spy). Wait for it instead.

@@ -21,9 +21,11 @@ bool runs(const std::string& python, const std::string& code) {
 }
 
 // The bridge traces models with torch.export and registers torch.library custom ops: torch >= 2.5.
+// Read from the installed package's metadata, not by importing torch (seconds of every core, paid
+// again by the bridge itself); a torch that is installed but fails to import is the bridge's error.
 constexpr const char* kBridgeCheck =
-    "import re, sys, torch; sys.exit(tuple(int(v) for v in re.findall(r'\\d+', torch.__version__)[:2]) < (2, "
-    "5))";
+    "import re, sys; from importlib.metadata import version; "
+    "sys.exit(tuple(int(v) for v in re.findall(r'\\d+', version('torch'))[:2]) < (2, 5))";
 
 // The bridge's own reason: its last "autokernel: ..." line (the rest is progress).
 std::string bridge_reason(const ProcessResult& run) {
@@ -56,7 +58,10 @@ std::optional<std::string> find_python_running(const std::string& code, std::str
 }
 
 std::optional<std::string> find_python(std::string_view module, std::string& tried) {
-  return find_python_running("import " + std::string(module), tried);
+  // Found, not imported: importing torch or ray takes seconds, and the caller's Python imports it.
+  return find_python_running(
+      "import importlib.util, sys; sys.exit(importlib.util.find_spec('" + std::string(module) + "') is None)",
+      tried);
 }
 
 void run_bridge(const std::vector<std::string>& args, std::chrono::seconds timeout) {

@@ -12,7 +12,7 @@
 namespace ak {
 
 // $AUTOKERNEL_PYTHON when set (a user's choice is not second-guessed), else the first of
-// python3 and /usr/bin/python3 that imports `module`: a pyenv or venv python3 often lacks a
+// python3 and /usr/bin/python3 that has `module` (found, not imported): a pyenv or venv python3 often lacks a
 // package that the system one has from Debian. `tried` names the candidates, for the error.
 std::optional<std::string> find_python(std::string_view module, std::string& tried);
 

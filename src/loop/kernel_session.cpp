@@ -191,6 +191,8 @@ void KernelSession::finish(MeasureDone done) {
   result.compile_cached = measuring.built.build->cached;
   if (!result.compile_cached) build_seconds_.add(result.compile_seconds);
   measure_seconds_.add(done.seconds);
+  if (first_result_s_ == 0)
+    first_result_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   // The machinery died under it, not the kernel: once more, on whichever worker is free.
   if (result.status == Status::Lost && !measuring.retried && executor_.workers().size() > 1) {
     if (env_.on_note)
@@ -230,9 +232,18 @@ void KernelSession::record_in_order() {
   }
 }
 
-void KernelSession::run(const std::function<bool()>& stop, const std::function<int()>& starts_left) {
-  while (kernel_.done.empty() && !stop()) {
-    while (kernel_.done.empty() && !stop() && may_submit(starts_left()) &&
+// A measurement submitted now waits behind those in flight (spread over the workers), then takes
+// as long as this session's measurements have on average.
+double KernelSession::expected_next_seconds() const {
+  if (measure_seconds_.count == 0) return 0;
+  const double queued =
+      static_cast<double>(tickets_.size()) / static_cast<double>(executor_.workers().size());
+  return measure_seconds_.mean() * (1 + queued);
+}
+
+void KernelSession::run(const std::function<bool(double)>& stop, const std::function<int()>& starts_left) {
+  while (kernel_.done.empty() && !stop(expected_next_seconds())) {
+    while (kernel_.done.empty() && !stop(expected_next_seconds()) && may_submit(starts_left()) &&
            (!exhausted_ || !pipeline_.empty()))
       submit_next();
     if (tickets_.empty()) {

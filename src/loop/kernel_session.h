@@ -30,9 +30,15 @@ class KernelSession {
   KernelSession& operator=(const KernelSession&) = delete;
 
   // Experiments until the kernel is done or `stop` says so; what is being measured then is
-  // waited for and recorded, so no experiment is lost. `starts_left` says how many more
-  // experiments this session may record (a budget counted in experiments), in flight included.
-  void run(const std::function<bool()>& stop, const std::function<int()>& starts_left);
+  // waited for and recorded, so no experiment is lost. `stop` is asked with the seconds the next
+  // experiment would take to finish, as this session's measurements so far say (0 before the
+  // first): a time budget then starts none that would end past it. `starts_left` says how many
+  // more experiments this session may record (a budget counted in experiments), in flight included.
+  void run(const std::function<bool(double next_s)>& stop, const std::function<int()>& starts_left);
+
+  // Seconds from this session's start to its first result (building, drawing the kernel's
+  // references, measuring): what the next kernel's first experiment is likely to take. 0 if none.
+  double first_result_seconds() const { return first_result_s_; }
 
  private:
   struct Pending {
@@ -91,6 +97,9 @@ class KernelSession {
     double mean() const { return count ? sum / count : 0; }
   };
   Mean build_seconds_, measure_seconds_;  // uncached builds; measurements on a worker
+  double expected_next_seconds() const;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  double first_result_s_ = 0;
   std::string last_report_;
   bool exhausted_ = false;
 };

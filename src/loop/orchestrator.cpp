@@ -1,5 +1,6 @@
 #include "loop/orchestrator.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -35,13 +36,17 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }};
   const int experiments_before = state.experiments;
-  auto session_over = [&] {
+  // Over once the budget is spent, or when what is to start next (`next_s` seconds, as the
+  // experiments so far say) would end past it: the budget bounds the session's end, not its last start.
+  auto session_over = [&](double next_s) {
     const double session = clock.now() - elapsed_before;
-    return (env.stop && env.stop->load()) || (env.session_budget_s > 0 && session >= env.session_budget_s) ||
+    return (env.stop && env.stop->load()) ||
+           (env.session_budget_s > 0 && session + next_s >= env.session_budget_s) ||
            (env.session_max_experiments > 0 &&
             state.experiments - experiments_before >= env.session_max_experiments);
   };
-  while (!session_over()) {
+  double kernel_start_s = 0;  // a kernel's first result: its build, references and measurement
+  while (!session_over(kernel_start_s)) {
     KernelState* kernel = pick_next(state);
     if (!kernel) break;
     if (env.on_kernel) env.on_kernel(*kernel, true);
@@ -54,7 +59,10 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
                  ? env.session_max_experiments - (state.experiments - experiments_before)
                  : std::numeric_limits<int>::max();
     };
-    session.run([&] { return session_over() || (baseline_session && kernel->best_us > 0); }, starts_left);
+    session.run(
+        [&](double next_s) { return session_over(next_s) || (baseline_session && kernel->best_us > 0); },
+        starts_left);
+    kernel_start_s = std::max(kernel_start_s, session.first_result_seconds());
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
 }

@@ -5,7 +5,8 @@
 // a kept change is one commit on the run branch; every experiment, kept or not, one row of
 // results.tsv; the state in run.json after each. It works on a kernel until a stop rule ends
 // it (patience, roofline target, per-kernel budget, nothing left to propose), then picks the
-// next, until every kernel is done, the session's budget is spent, or `stop` is set.
+// next, until every kernel is done, the session's budget is spent (no experiment starts that the
+// ones so far say would end past it), or `stop` is set.
 //
 // A kill at any moment loses nothing: resume_run replays the rows that run.json had not taken
 // in yet and puts the tree back at the last kept commit.

@@ -241,5 +241,24 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   EXPECT_NE(lost[1].at("reason").find("scripted loss"), std::string::npos);
 }
 
+// Measurements of 400 ms on one worker and a budget of 2 s: the loop starts none that its
+// measurements so far say would end past the budget (starting while any time was left, two in
+// flight, it ended up to 0.8 s late), and still uses the budget.
+TEST(Executor, ATimeBudgetStartsNoExperimentThatWouldEndPastIt) {
+  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {400};
+  LoopRun run = start_loop("executor-deadline");
+  LoopEnvironment env;
+  env.workspace = run.ws;
+  env.backend = Backend::Host;
+  env.executor = &executor;
+  env.session_budget_s = 2.0;
+  const auto start = std::chrono::steady_clock::now();
+  run_loop(run.state, env);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0 + 0.2);
+  EXPECT_GE(read_results(run.ws / kResultsFile).size(), 3u);
+}
+
 }  // namespace
 }  // namespace ak
