@@ -29,7 +29,10 @@ int run_extract(const ExtractOptions& o) {
   const auto kinds = starter_kinds(o.backend, backend);
   // The order is by time alone; the rooflines (which need the device's ceilings) are the profile's table.
   const Ranking ranking = rank_profile(profile, Ceilings{});
-  const Plan plan = extract_plan(o.workspace, profile, ranking, static_cast<size_t>(o.top), backend, kinds);
+  std::vector<std::string> passed_over;
+  const Plan plan =
+      extract_plan(o.workspace, profile, ranking, static_cast<size_t>(o.top), backend, kinds, &passed_over);
+  for (const auto& line : passed_over) std::cerr << "autokernel: passed over " << line << "\n";
   if (o.json) {
     std::cout << nlohmann::json(plan).dump(2) << "\n";
     return 0;

@@ -99,6 +99,7 @@ void print_problems(std::ostream& out, const nlohmann::json& problems, const std
     std::string status = row.contains("error")        ? "error: " + row["error"].get<std::string>()
                          : has_record                 ? status_line(row["record"])
                          : row.value("mapped", false) ? "mapped"
+                         : row.contains("refused")    ? "not mapped: " + row["refused"][0].get<std::string>()
                                                       : "not mapped";
     if (status.size() > 90) status = status.substr(0, 87) + "...";
     rows.push_back({row.value("key", std::string("?")), ops_of(row),

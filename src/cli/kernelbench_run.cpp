@@ -14,6 +14,7 @@
 #include "core/paths.h"
 #include "core/sandbox.h"
 #include "core/subprocess.h"
+#include "profile/starter_fit.h"
 
 namespace ak::cli::kb {
 namespace {
@@ -98,7 +99,12 @@ nlohmann::json map_problems(const LoopOptions& o) {
                                    std::to_string(o.eval.shrink)};
   if (o.level > 0) args.insert(args.end(), {"--level", std::to_string(o.level)});
   if (!o.problems.empty()) args.insert(args.end(), {"--problems", o.problems});
-  return run_python(args, std::chrono::seconds(o.map_timeout_s), o.progress);
+  nlohmann::json document = run_python(args, std::chrono::seconds(o.map_timeout_s), o.progress);
+  const Backend backend =
+      document["device"].value("type", std::string()) == "cuda" ? Backend::Cuda : Backend::Host;
+  for (auto& row : document["problems"]) drop_refused_ops(row, backend, o.min_share);
+  write_json(fs::path(o.workspace) / "map.json", document);
+  return document;
 }
 
 nlohmann::json list_problems(const LoopOptions& o) {

@@ -31,11 +31,6 @@ constexpr SuiteEntry kSuite[] = {
     {"fused_mlp", "4096x4096x11008", "fp16", "128x256x704"},
 };
 
-std::string starter_extension(std::string_view kind) {
-  if (kind == "triton") return ".py";
-  return kind == "cuda" ? ".cu" : ".cpp";
-}
-
 std::string today() {
   return utc_timestamp().substr(0, 10);
 }
@@ -62,9 +57,14 @@ std::string copy_starter(const std::filesystem::path& workspace, Backend backend
   return copy_starter(workspace, to_string(backend), op, name);
 }
 
+std::filesystem::path starter_path(std::string_view kind, const std::string& op) {
+  const char* extension = kind == "triton" ? ".py" : kind == "cuda" ? ".cu" : ".cpp";
+  return project_dir() / "kernels" / std::string(kind) / (op + extension);
+}
+
 std::string copy_starter(const std::filesystem::path& workspace, std::string_view kind, const std::string& op,
                          const std::string& name) {
-  const auto starter = project_dir() / "kernels" / std::string(kind) / (op + starter_extension(kind));
+  const auto starter = starter_path(kind, op);
   if (!std::filesystem::exists(starter))
     throw Error(ErrorKind::Usage,
                 "no " + std::string(kind) + " starter for " + op + " (" + starter.string() + ")");

@@ -55,6 +55,9 @@ Backend device_of_backend_option(const std::string& option, Backend automatic);
 Plan write_suite_plan(const std::filesystem::path& workspace, Backend backend,
                       const std::vector<std::string>& ops, const std::vector<std::string>& kinds = {});
 
+// The starter of `op` of a kind (cuda, triton or host) in the project: kernels/<kind>/<op>.<ext>.
+std::filesystem::path starter_path(std::string_view kind, const std::string& op);
+
 // Copies the starter of `op` for `backend` (kernels/<backend>/<op>.*) into
 // workspace/kernels/<name>/ and returns its path relative to the workspace. Throws Error(Usage)
 // when the backend has no starter for the operator.

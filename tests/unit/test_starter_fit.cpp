@@ -1,0 +1,82 @@
+// Whether a starter takes a problem (profile/starter_fit.h), and what extract and KernelBench's
+// map make of an operator whose starter takes none of its configurations there: the CUDA
+// attention kernel at a head dimension of 1024 (KernelBench level 1 problem 97).
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+#include "core/error.h"
+#include "profile/extract.h"
+#include "profile/starter_fit.h"
+
+namespace ak::test {
+namespace {
+
+constexpr const char* kWideHeads = "32x32x512x1024:causal=0";
+
+TEST(StarterFit, AStarterRefusesAProblemNoConfigurationOfItsSpaceFits) {
+  EXPECT_FALSE(starter_refusal("cuda", "flash_attention", "4x32x4096x128:causal=1"));
+  const auto refused = starter_refusal("cuda", "flash_attention", kWideHeads);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find(kWideHeads), std::string::npos) << *refused;
+  EXPECT_NE(refused->find("@require"), std::string::npos) << *refused;
+  EXPECT_FALSE(starter_refusal("host", "flash_attention", kWideHeads));  // any head dimension on a CPU
+  EXPECT_FALSE(starter_refusal("cuda", "rmsnorm", "8192x4096"));
+}
+
+Profile attention_profile() {
+  Profile profile;
+  profile.model.spec = "attention.py:Model";
+  profile.device_type = "cuda";
+  profile.time_kind = "gpu kernel time";
+  profile.entries = {{"flash_attention", kWideHeads, "fp16", "", 600, 1},
+                     {"rmsnorm", "8192x4096", "fp16", "", 300, 1},
+                     {std::nullopt, "", "", "aten::add", 100, 1}};
+  profile.total_us = 1000;
+  return profile;
+}
+
+TEST(StarterFit, ExtractPassesOverAnOperatorNoStarterTakes) {
+  const auto ws = scratch_dir("starter-fit");
+  Profile profile = attention_profile();
+  std::vector<std::string> passed_over;
+  const Plan plan =
+      extract_plan(ws, profile, rank_profile(profile, Ceilings{}), 5, Backend::Cuda, {}, &passed_over);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].op, "rmsnorm");
+  ASSERT_EQ(passed_over.size(), 1u);
+  EXPECT_NE(passed_over[0].find("flash_attention_32x32x512x1024"), std::string::npos) << passed_over[0];
+
+  // With nothing else of ours in the profile: an error that says why.
+  profile.entries.erase(profile.entries.begin() + 1);
+  try {
+    extract_plan(ws, profile, rank_profile(profile, Ceilings{}), 5, Backend::Cuda);
+    FAIL() << "extracted a plan no starter takes";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("takes no " + std::string(kWideHeads)), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StarterFit, KernelBenchsMapCountsOnlyWhatOurStartersTake) {
+  const nlohmann::json mapped = {{"ops",
+                                  {{{"op", "flash_attention"}, {"problem", kWideHeads}, {"us", 900.0}},
+                                   {{"op", "softmax"}, {"problem", "4096x4096"}, {"us", 50.0}}}},
+                                 {"total_us", 1000.0},
+                                 {"share", 0.95},
+                                 {"mapped", true}};
+  nlohmann::json on_gpu = mapped;
+  drop_refused_ops(on_gpu, Backend::Cuda, 0.5);
+  EXPECT_FALSE(on_gpu["mapped"].get<bool>());
+  EXPECT_NEAR(on_gpu["share"].get<double>(), 0.05, 1e-12);
+  ASSERT_EQ(on_gpu["ops"].size(), 1u);
+  EXPECT_EQ(on_gpu["ops"][0]["op"], "softmax");
+  ASSERT_EQ(on_gpu["refused"].size(), 1u);
+
+  nlohmann::json on_cpu = mapped;  // the host starter takes it: the row stays as it was
+  drop_refused_ops(on_cpu, Backend::Host, 0.5);
+  EXPECT_EQ(on_cpu, mapped);
+}
+
+}  // namespace
+}  // namespace ak::test
