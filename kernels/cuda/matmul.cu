@@ -64,8 +64,8 @@
 //                     takes n whatever the shape (fewer when K is too short to give each split
 //                     a 16-element tile, or the workspace would pass 256 MiB); 1: no split. Not
 //                     a @tune: fp16/bf16 searches would time it for nothing.
-//   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only. Not a
-//                     @tune either, for the same reason.
+//   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
+//                     Not a @tune either, for the same reason.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 0, 64, 128, 192, 256

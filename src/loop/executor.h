@@ -37,7 +37,8 @@ struct MeasureJob {
   uint64_t ticket = 0;
   ExperimentRequest request;  // its module: a path on the driver's machine
   std::chrono::seconds timeout{120};
-  int worker = -1;  // -1: the first free worker; otherwise this worker only
+  int worker = -1;      // -1: the first free worker; otherwise this worker only
+  int not_worker = -1;  // with worker -1: any free worker but this one (a retry of what it lost)
 };
 
 struct MeasureDone {

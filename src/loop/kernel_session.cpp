@@ -160,9 +160,9 @@ void KernelSession::submit_next() {
     measure(seq, -1);
 }
 
-void KernelSession::measure(uint64_t seq, int worker) {
+void KernelSession::measure(uint64_t seq, int worker, int not_worker) {
   static std::atomic<uint64_t> tickets{1};  // unique across sessions sharing an executor
-  MeasureJob job{tickets++, options_.request, options_.timeout, worker};
+  MeasureJob job{tickets++, options_.request, options_.timeout, worker, not_worker};
   job.request.module = in_order_.at(seq).built.build->module;
   tickets_.emplace(job.ticket, seq);
   executor_.submit(std::move(job));
@@ -193,13 +193,14 @@ void KernelSession::finish(MeasureDone done) {
   measure_seconds_.add(done.seconds);
   if (first_result_s_ == 0)
     first_result_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  // The machinery died under it, not the kernel: once more, on whichever worker is free.
+  // The machinery died under it, not the kernel: once more, on whichever other worker is free
+  // (the one that lost it may still be restarting: a Ray actor answers "unavailable" meanwhile).
   if (result.status == Status::Lost && !measuring.retried && executor_.workers().size() > 1) {
     if (env_.on_note)
       env_.on_note(executor_.workers()[static_cast<size_t>(done.worker)].name + " lost " +
                    config_of(measuring) + " (" + result.reason + "): measuring it again");
     measuring.retried = true;
-    measure(seq, -1);
+    measure(seq, -1, done.worker);
     return;
   }
   measuring.result = std::move(result);

@@ -63,7 +63,7 @@ class KernelSession {
   size_t builds_ahead() const;
   bool may_submit(int starts_left) const;
   void submit_next();
-  void measure(uint64_t seq, int worker);
+  void measure(uint64_t seq, int worker, int not_worker = -1);
   void finish(MeasureDone done);
   void await_result();  // the next result, saying what the workers do while it takes long
   void record_in_order();

@@ -59,11 +59,13 @@ std::vector<std::string> WorkerPool::activity() const {
   return lines;
 }
 
-// The first queued job this worker may take: one named for it, else one for any worker.
+// The first queued job this worker may take: one named for it, else one for any worker that does
+// not exclude it.
 bool WorkerPool::take(size_t worker, MeasureJob& job) {
+  const int self = static_cast<int>(worker);
   for (int pass = 0; pass < 2; ++pass)
     for (auto it = queued_.begin(); it != queued_.end(); ++it)
-      if (pass == 0 ? it->worker == static_cast<int>(worker) : it->worker < 0) {
+      if (pass == 0 ? it->worker == self : it->worker < 0 && it->not_worker != self) {
         job = std::move(*it);
         queued_.erase(it);
         return true;

@@ -24,11 +24,14 @@ from autokernel.kernelbench.timing import Settings
 HERE = pathlib.Path(__file__).resolve().parents[1] / "kernelbench"
 PROBLEM = HERE / "problems" / "level1" / "1_Softmax_wide.py"
 
-# solution -> (status, phase it is caught in, words of the reason)
+# solution -> (status, phase it is caught in, words of the reason, or a tuple of the reasons it
+# may be caught for)
 EXPECTED = {
     "cached_result": ("INCORRECT", "trial 2 of 5", "a remembered result"),
     "modifies_input": ("INCORRECT", "trial 1 of 5", "input 0 was modified"),
-    "deferred_thread": ("INCORRECT", "trial 1 of 5", "changed after the call returned"),
+    # Its thread writes 2 ms after the call: seen by the look 50 ms later, or, on a machine loaded
+    # enough that the thread has not run by then, an output never written (ctest -j2 on 2 cores).
+    "deferred_thread": ("INCORRECT", "trial 1 of 5", ("changed after the call returned", "relative error")),
     "partial_output": ("INCORRECT", "trial 1 of 5", "relative error 0.7"),
     "patched_timer": ("INCORRECT", "build", "replaced time.time, time.perf_counter"),
     "patched_torch": ("INCORRECT", "build", "replaced torch.allclose, torch.equal"),
@@ -65,7 +68,8 @@ class Exploits(unittest.TestCase):
             with self.subTest(solution):
                 record = judge(solution)
                 self.assertEqual((record["status"], record["phase"]), (status, phase), record["reason"])
-                self.assertIn(words, record["reason"])
+                reasons = words if isinstance(words, tuple) else (words,)
+                self.assertTrue(any(w in record["reason"] for w in reasons), (reasons, record["reason"]))
                 self.assertNotIn("\n", record["reason"])
 
     def test_the_judge_is_out_of_the_solutions_reach(self):

@@ -4,6 +4,7 @@
 // results.tsv, run.json) over a scripted executor whose workers answer with set times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -217,10 +218,13 @@ TEST(Executor, SeveralWorkersDecideAsOneWorkerDoes) {
 TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
   std::set<std::string> lost_once;
+  std::vector<int> lost_at;  // which measurements (their order, from 1) were lost
   std::mutex lost_mutex;
   executor.lose = [&](const std::string& module, int nth) {
     std::lock_guard lock(lost_mutex);
-    return nth % 3 == 0 && lost_once.insert(module).second;  // each module lost once at most
+    const bool lose = nth % 3 == 0 && lost_once.insert(module).second;  // each module lost once at most
+    if (lose) lost_at.push_back(nth);
+    return lose;
   };
   LoopRun run = start_loop("executor-lost");
   run_with(run, executor, 6);
@@ -228,6 +232,14 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   ASSERT_EQ(rows.size(), 6u);
   for (const auto& row : rows) EXPECT_EQ(row.at("status"), "PASS") << row.at("reason");
   EXPECT_GE(lost_once.size(), 1u);
+  // Each retry ran on the other worker: the one that lost it may still be restarting.
+  for (int nth : lost_at) {
+    const auto& [module, worker] = executor.measured[static_cast<size_t>(nth - 1)];
+    const auto retry = std::find_if(executor.measured.begin() + nth, executor.measured.end(),
+                                    [&](const auto& m) { return m.first == module; });
+    ASSERT_NE(retry, executor.measured.end()) << module;
+    EXPECT_NE(retry->second, worker) << module;
+  }
 
   // Lost twice: recorded LOST with the reason, counted as a failure, never a time.
   ScriptedExecutor unlucky(2, [](const std::string&, int) { return 100.0; });

@@ -3,10 +3,16 @@
 // attention kernel at a head dimension of 1024 (KernelBench level 1 problem 97).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cli_runner.h"
 #include "core/error.h"
+#include "core/paths.h"
+#include "core/registry.h"
+#include "loop/plan.h"
 #include "profile/extract.h"
 #include "profile/starter_fit.h"
+#include "search/tune_space.h"
 
 namespace ak::test {
 namespace {
@@ -21,6 +27,32 @@ TEST(StarterFit, AStarterRefusesAProblemNoConfigurationOfItsSpaceFits) {
   EXPECT_NE(refused->find("@require"), std::string::npos) << *refused;
   EXPECT_FALSE(starter_refusal("host", "flash_attention", kWideHeads));  // any head dimension on a CPU
   EXPECT_FALSE(starter_refusal("cuda", "rmsnorm", "8192x4096"));
+}
+
+// Every starter of every backend: its tuning space parses (prose in its header that begins a
+// comment line with "@tune" once broke the CUDA matmul's), its defaults are a point of the space,
+// and that point meets its @require rules at the operator's standard problem.
+TEST(StarterFit, EveryStartersSpaceParsesAndItsDefaultsFitTheStandardProblem) {
+  int files = 0;
+  for (const char* kind : {"cuda", "host", "triton"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(AK_SOURCE_DIR) + "/kernels/" + kind)) {
+      const std::string op = entry.path().stem().string();
+      if (entry.path() != starter_path(kind, op)) continue;  // a header beside the starters
+      SCOPED_TRACE(entry.path().string());
+      ++files;
+      const std::string source = read_text_file(entry.path());
+      const TuneSpace space = parse_tune_space(source);
+      EXPECT_GE(space.params.size(), 1u);
+      const auto defaults = default_config(source, space);
+      ASSERT_TRUE(defaults.has_value()) << "a @tune parameter without a default";
+      const Op& o = find_op(op);
+      EXPECT_TRUE(satisfies(space, *defaults, problem_symbols(o, o.default_problem())))
+          << to_string(*defaults);
+      EXPECT_FALSE(starter_refusal(kind, op, o.default_problem().to_string()));
+    }
+  }
+  EXPECT_EQ(files, 27);
 }
 
 Profile attention_profile() {
