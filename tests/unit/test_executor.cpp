@@ -234,7 +234,8 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   EXPECT_GE(lost_once.size(), 1u);
   // Each retry ran on the other worker: the one that lost it may still be restarting.
   for (int nth : lost_at) {
-    const auto& [module, worker] = executor.measured[static_cast<size_t>(nth - 1)];
+    const std::string module = executor.measured[static_cast<size_t>(nth - 1)].first;
+    const int worker = executor.measured[static_cast<size_t>(nth - 1)].second;
     const auto retry = std::find_if(executor.measured.begin() + nth, executor.measured.end(),
                                     [&](const auto& m) { return m.first == module; });
     ASSERT_NE(retry, executor.measured.end()) << module;
