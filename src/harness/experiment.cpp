@@ -99,11 +99,12 @@ std::string check_physics(const ExperimentRequest& req, const ExperimentResult& 
 // Times the primary problem on fresh inputs, then checks one timed launch's outputs whole and the
 // time against physics.
 void time_primary(const CheckContext& ctx, const ExperimentRequest& req, size_t slot_count,
-                  const JudgeCosts& costs, ExperimentResult& result) {
+                  const JudgeCosts& costs, const std::function<JudgeCosts()>& recalibrate,
+                  ExperimentResult& result) {
   std::vector<std::shared_ptr<const PreparedCase>> pool;
   for (const CaseSpec& set : timing_input_sets(req)) pool.push_back(prepare_case(ctx.op, set));
   TimedSlots slots(ctx, req.problem, std::move(pool), slot_count);
-  result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing);
+  result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing, recalibrate);
   const auto check_start = std::chrono::steady_clock::now();
   CheckOutcome after = slots.verify(slots.pick_slot());
   if (std::string foreign = slots.check_unlaunched(); after.ok && !foreign.empty()) after = {false, foreign};
@@ -213,16 +214,16 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     Launcher launcher(req.backend, *arena);
     result.launcher_seconds = seconds_since(launcher_start);
     // Before the module is in the launcher: these costs are then the engine's own.
-    const JudgeCosts costs =
-        measure_judge_costs(*runtime, launcher, *arena,
-                            TimedSlots::sample_count(op.signature(req.problem, req.dtype), slot_count));
+    const size_t samples = TimedSlots::sample_count(op.signature(req.problem, req.dtype), slot_count);
+    const JudgeCosts costs = measure_judge_costs(*runtime, launcher, *arena, samples);
+    const auto recalibrate = [&] { return measure_judge_costs(*runtime, launcher, *arena, samples, 15); };
     launcher.load(req.module);
     DeviceCases cases(*runtime);
     const CheckContext ctx{*runtime, allocator, launcher, op, cases};
     result.setup_seconds = seconds_since(start);
     if (run_correctness_stages(ctx, stage_plan(req), result, track)) {
       track("timing");
-      time_primary(ctx, req, slot_count, costs, result);
+      time_primary(ctx, req, slot_count, costs, recalibrate, result);
     }
     body_end = seconds_since(start);  // what follows this block: the launcher, arena and device let go
   } catch (const Error& e) {

@@ -86,7 +86,8 @@ nlohmann::json tensor_json(const CallLayout::Tensor& t) {
 
 }  // namespace
 
-Launcher::Launcher(Backend backend, const SharedArena& arena) : backend_(backend) {
+Launcher::Launcher(Backend backend, const SharedArena& arena, const std::filesystem::path& executable)
+    : backend_(backend) {
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
     throw Error(ErrorKind::Io, std::string("socketpair: ") + std::strerror(errno));
@@ -100,7 +101,7 @@ Launcher::Launcher(Backend backend, const SharedArena& arena) : backend_(backend
   // An arena passed as a descriptor is named by its handle's prefix and the number it has there.
   const bool inherited = arena.inherited_fd() >= 0;
   const std::vector<std::string> argv = {
-      self_executable().string(),
+      (executable.empty() ? self_executable() : executable).string(),
       "launcher",
       "--backend",
       std::string(to_string(backend)),

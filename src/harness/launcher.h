@@ -32,8 +32,9 @@ struct CallLayout {
 class Launcher {
  public:
   // Starts `autokernel launcher` on the arena and waits until it has mapped it and entered the
-  // sandbox. Throws Error(Crash) if it dies first.
-  Launcher(Backend backend, const SharedArena& arena);
+  // sandbox. Throws Error(Crash) if it dies first. `executable`: this one when empty (tests, whose
+  // own binary is not the CLI, name the CLI).
+  Launcher(Backend backend, const SharedArena& arena, const std::filesystem::path& executable = {});
   ~Launcher();  // kills and reaps it
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;

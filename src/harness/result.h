@@ -31,7 +31,9 @@ struct TimingReport {
   double min_us = 0, max_us = 0;
   double seconds = 0;            // wall time spent sampling
   int slots = 0;                 // launches per timed batch (each on its own fresh inputs)
-  double batch_overhead_us = 0;  // the judge's cost of an empty batch, subtracted from each batch
+  double batch_overhead_us = 0;  // the judge's cost of an empty batch, subtracted from each batch:
+  // the smaller of its calibrations before the module was loaded and after the timed runs
+  double batch_overhead_before_us = 0, batch_overhead_after_us = 0;
   // Where a batch's time goes (medians): from the request to the launcher's "done", and from
   // there to the judge's reads showing every sampled output right (reads: the most it took).
   double batch_run_us = 0, batch_confirm_us = 0;
@@ -64,8 +66,10 @@ struct ExperimentResult {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StageReport, stage, checks, passed, worst_norm_error, seconds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingReport, median_us, noise, spread, samples, min_us,
-                                                max_us, seconds, slots, batch_overhead_us, batch_run_us,
-                                                batch_confirm_us, confirm_reads, launcher_batch_us)
+                                                max_us, seconds, slots, batch_overhead_us,
+                                                batch_overhead_before_us, batch_overhead_after_us,
+                                                batch_run_us, batch_confirm_us, confirm_reads,
+                                                launcher_batch_us)
 NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Pass, "PASS"},
                                       {Status::Fail, "FAIL"},

@@ -8,6 +8,7 @@
 // error is under the target or a cap on count or time is reached.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "harness/launcher.h"
@@ -40,8 +41,10 @@ JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const Share
 
 // Throws Error(Validation) when the kernel wrote before the launches were sent, or its sampled
 // outputs are not right after them; Error(Launch/Crash) from the launcher.
+// `recalibrate`, when given, measures the judge's costs again after the timed runs (the module is
+// loaded by then, so only a smaller figure than `costs` is believed).
 TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, const JudgeCosts& costs,
-                     const TimingOptions& options);
+                     const TimingOptions& options, const std::function<JudgeCosts()>& recalibrate = {});
 
 // Relative standard deviation of samples (0 for fewer than two).
 double relative_noise(const std::vector<double>& samples);
