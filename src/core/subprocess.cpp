@@ -276,6 +276,7 @@ ProcessResult run_forked(const std::function<std::string()>& body, const Process
   if (pid == 0) run_child(parent, output.write_end(), answer.write_end(), body, options.cwd);
   ::setpgid(pid, pid);  // also here, so that a kill of the group cannot precede the child's own call
   Child child(pid);
+  if (options.on_forked) options.on_forked();
   output.close_write();
   answer.close_write();
   return collect(child, output.read_end(), answer.read_end(), options, start);

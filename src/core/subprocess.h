@@ -26,6 +26,7 @@ struct ProcessOptions {
   // replaces the inherited one).
   EnvOverrides env;
   std::filesystem::path stdin_file;  // the child's stdin; empty: /dev/null
+  std::function<void()> on_forked;   // run_forked: called in the parent once the child exists
 };
 
 struct ProcessResult {

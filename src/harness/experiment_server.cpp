@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "core/error.h"
@@ -38,11 +39,13 @@ ExperimentResult lost_result(Status status, const std::string& stage, std::strin
 struct ExperimentServer::Impl {
   std::filesystem::path executable;
   ServerPlacement placement;
+  std::mutex process_mutex;  // over `process` changing and sends (prepare() comes from other threads)
   std::unique_ptr<LineProcess> process;
   std::atomic<pid_t> running{0};  // the server's pid, for abort() from another thread
   std::atomic<bool> aborted{false};
 
   void start() {
+    std::lock_guard lock(process_mutex);
     process = std::make_unique<LineProcess>(
         std::vector<std::string>{executable.string(), "worker", "--serve"}, placement.env);
     running = process->pid();
@@ -70,12 +73,12 @@ struct ExperimentServer::Impl {
     const nlohmann::json message = {{"request", request}, {"timeout_s", timeout.count()}};
     auto deadline =
         std::chrono::steady_clock::now() + std::max(timeout, kPrepareLimit);  // preparing the cases
-    if (process->send(message.dump())) {
+    if (send(message.dump())) {
       std::string line;
       for (LineRead read; (read = process->read_line(line, deadline)) != LineRead::Closed;) {
         if (read == LineRead::TimedOut) {
           running = 0;
-          process.reset();
+          end();
           return lost_result(
               Status::Timeout, stage,
               "no answer within " + std::to_string(timeout.count()) + " s, killed during " + stage);
@@ -93,8 +96,18 @@ struct ExperimentServer::Impl {
     }
     running = 0;
     ended = process->stop();
-    process.reset();
+    end();
     return std::nullopt;
+  }
+
+  bool send(const std::string& line) {
+    std::lock_guard lock(process_mutex);
+    return process && process->send(line);
+  }
+
+  void end() {
+    std::lock_guard lock(process_mutex);
+    process.reset();
   }
 };
 
@@ -109,6 +122,10 @@ ExperimentServer::~ExperimentServer() = default;  // LineProcess kills the serve
 
 pid_t ExperimentServer::server_pid() const {
   return impl_->process ? impl_->process->pid() : 0;
+}
+
+void ExperimentServer::prepare(const ExperimentRequest& request) {
+  impl_->send(nlohmann::json{{"prepare", request}}.dump());
 }
 
 void ExperimentServer::abort() {

@@ -11,7 +11,8 @@
 //
 // Protocol, one line each: the request {"request": ExperimentRequest, "timeout_s": N}; the
 // server answers "prepared" once the cases are ready, "stage NAME" as the child goes, and last
-// "result " followed by the ExperimentResult's JSON.
+// "result " followed by the ExperimentResult's JSON. {"prepare": ExperimentRequest} asks it to draw
+// that plan on a thread of its own meanwhile (never answered).
 #pragma once
 
 #include <sys/types.h>
@@ -48,6 +49,11 @@ class ExperimentServer {
   // restarted and the experiment is run again once; a second death is LOST.
   ExperimentResult run(const ExperimentRequest& request, std::chrono::seconds timeout,
                        const Progress& progress);
+
+  // From any thread: asks the server to draw `request`'s plan (its inputs and references) while
+  // it is otherwise idle or waiting for a judge, ahead of the experiments that will need it. A
+  // hint: no answer, lost if the server restarts.
+  void prepare(const ExperimentRequest& request);
 
   // From another thread: ends the server and the experiment it is running now; run() then returns
   // LOST ("aborted") at once and starts nothing again. For a driver that stops its workers.

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "core/error.h"
 
@@ -95,14 +97,16 @@ size_t kept_bytes_bound() {
 }
 
 // Drops the kept sets of other plans, least recently named first, until those left and `incoming`
-// more bytes fit the bound. The caller holds the mutex.
-void make_room(Cache& c, const std::map<Key, CaseSpec>& wanted, size_t incoming) {
+// more bytes fit the bound; without `evict`, only says whether they fit as they are. The caller
+// holds the mutex.
+bool make_room(Cache& c, const std::map<Key, CaseSpec>& wanted, size_t incoming, bool evict) {
   size_t total = incoming;
   std::vector<std::pair<uint64_t, Key>> others;
   for (const auto& [key, prepared] : c.kept) {
     total += prepared->input_size() + prepared->reference_size();
     if (!wanted.contains(key)) others.emplace_back(c.last_named[key], key);
   }
+  if (!evict) return total <= kept_bytes_bound();
   std::sort(others.begin(), others.end());
   for (const auto& [named, key] : others) {
     if (total <= kept_bytes_bound()) break;
@@ -110,6 +114,7 @@ void make_room(Cache& c, const std::map<Key, CaseSpec>& wanted, size_t incoming)
     c.kept.erase(key);
     c.last_named.erase(key);
   }
+  return true;
 }
 
 Cache& cache() {
@@ -117,12 +122,60 @@ Cache& cache() {
   return instance;
 }
 
+// Entered around everything drawing does with a lock or a new thread, paused by a fork
+// (DrawingPause): a child forked while a background thread drew then finds no lock of the cache
+// held. A pause waits for those inside and holds new ones off (a shared_mutex, which prefers
+// readers, could keep it waiting while the drawing threads take turns).
+class DrawingGate {
+ public:
+  void enter() {
+    std::unique_lock lock(mutex_);
+    open_.wait(lock, [&] { return !paused_; });
+    ++inside_;
+  }
+  void leave() {
+    std::lock_guard lock(mutex_);
+    --inside_;
+    open_.notify_all();
+  }
+  void pause() {
+    std::unique_lock lock(mutex_);
+    open_.wait(lock, [&] { return !paused_; });
+    paused_ = true;
+    open_.wait(lock, [&] { return inside_ == 0; });
+  }
+  void resume() {
+    std::lock_guard lock(mutex_);
+    paused_ = false;
+    open_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable open_;
+  int inside_ = 0;
+  bool paused_ = false;
+};
+
+DrawingGate& drawing_gate() {
+  static DrawingGate gate;
+  return gate;
+}
+
+struct Drawing {
+  Drawing() { drawing_gate().enter(); }
+  ~Drawing() { drawing_gate().leave(); }
+  Drawing(const Drawing&) = delete;
+  Drawing& operator=(const Drawing&) = delete;
+};
+
 // Draws sets[i] for every i on `threads` threads pulling indices in turn; the largest sets go
 // first (the caller sorts) so that no thread is left with a big one at the end.
 void draw_in_parallel(const Op& op, const std::vector<CaseSpec>& sets, const std::vector<Key>& keys) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < sets.size();) {
+      const Drawing drawing;
       std::shared_ptr<const PreparedCase> prepared;
       try {
         prepared = build(op, sets[i]);
@@ -135,7 +188,10 @@ void draw_in_parallel(const Op& op, const std::vector<CaseSpec>& sets, const std
   };
   const size_t n_threads = std::min<size_t>(sets.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::jthread> threads;
-  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  for (size_t t = 1; t < n_threads; ++t) {
+    const Drawing drawing;
+    threads.emplace_back(work);
+  }
   work();
 }
 
@@ -191,23 +247,32 @@ std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& s
   return c.recent.emplace(key, std::move(prepared)).first->second;
 }
 
-void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
+DrawingPause::DrawingPause() {
+  drawing_gate().pause();
+}
+
+void DrawingPause::release() {
+  if (std::exchange(held_, false)) drawing_gate().resume();
+}
+
+bool keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets, bool evict) {
   Cache& c = cache();
   std::map<Key, CaseSpec> wanted;
   for (const auto& set : sets) wanted.emplace(key_of(op, set), set);
   std::vector<std::pair<size_t, Key>> missing;
   {
+    const Drawing drawing;
     std::lock_guard lock(c.mutex);
-    c.recent.clear();
-    ++c.clock;
     size_t incoming = 0;
     for (const auto& [key, set] : wanted) {
-      c.last_named[key] = c.clock;
       if (c.kept.contains(key)) continue;
       missing.emplace_back(estimated_bytes(op, set), key);
       incoming += missing.back().first;
     }
-    make_room(c, wanted, incoming);
+    if (!make_room(c, wanted, incoming, evict)) return false;
+    if (evict) c.recent.clear();
+    ++c.clock;
+    for (const auto& [key, set] : wanted) c.last_named[key] = c.clock;
   }
   std::sort(missing.begin(), missing.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<CaseSpec> to_draw;
@@ -217,6 +282,7 @@ void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets) {
     keys.push_back(key);
   }
   draw_in_parallel(op, to_draw, keys);
+  return true;
 }
 
 }  // namespace ak

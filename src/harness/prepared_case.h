@@ -51,7 +51,23 @@ std::shared_ptr<const PreparedCase> prepare_case(const Op& op, const CaseSpec& s
 // a quarter of the machine's memory (one plan's references can take gigabytes); past that the
 // least recently named go first. Never touches a device, so a process may fork after it and its
 // children find every set in their copy of the cache. A set that cannot be drawn is skipped: the
-// experiment meets the same error when it draws the set itself.
-void keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets);
+// experiment meets the same error when it draws the set itself. Without `evict` (drawing ahead
+// of need) nothing kept is dropped: false, and nothing drawn, when the sets would not fit.
+// Safe on several threads at once; a process that forks while one draws holds a DrawingPause.
+bool keep_prepared_cases(const Op& op, const std::vector<CaseSpec>& sets, bool evict = true);
+
+// Held while forking: waits for the set each thread is drawing, and holds any more off until
+// release() or the end of its scope.
+class DrawingPause {
+ public:
+  DrawingPause();
+  ~DrawingPause() { release(); }
+  DrawingPause(const DrawingPause&) = delete;
+  DrawingPause& operator=(const DrawingPause&) = delete;
+  void release();
+
+ private:
+  bool held_ = true;
+};
 
 }  // namespace ak

@@ -62,6 +62,9 @@ class Executor {
   virtual size_t in_flight() const = 0;
   // One line per worker: what it is doing now ("idle", "rmsnorm sweep"), for progress lines.
   virtual std::vector<std::string> activity() const = 0;
+  // A hint that experiments of `request`'s plan come later: workers that can draw its inputs and
+  // references ahead (while idle or waiting for a judge) do. Never throws.
+  virtual void prepare(const ExperimentRequest& request) { (void)request; }
 };
 
 struct ExecutorOptions {

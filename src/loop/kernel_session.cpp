@@ -31,6 +31,20 @@ std::optional<Config> parse_config_or_none(const std::string& text, const TuneSp
 
 }  // namespace
 
+ExperimentRequest kernel_request(const RunState& state, const KernelState& kernel,
+                                 const LoopEnvironment& env) {
+  ExperimentRequest req;
+  req.op = kernel.op;
+  req.backend = env.backend;
+  req.problem = parse_problem(kernel.shape);
+  req.dtype = parse_dtype(kernel.dtype);
+  req.quick = state.settings.quick;
+  req.seed = state.settings.seed;
+  req.timing.max_seconds = env.max_timing_s;
+  req.ceilings = env.ceilings;
+  return req;
+}
+
 KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env,
                              const LoopClock& clock)
     : state_(state),
@@ -41,15 +55,8 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
       repo_(env.workspace),
       source_(env.workspace / kernel.file) {
   const Op& op = find_op(kernel.op);
-  ExperimentRequest& req = options_.request;
-  req.op = kernel.op;
-  req.backend = env.backend;
-  req.problem = parse_problem(kernel.shape);
-  req.dtype = parse_dtype(kernel.dtype);
-  req.quick = state.settings.quick;
-  req.seed = state.settings.seed;
-  req.timing.max_seconds = env.max_timing_s;
-  req.ceilings = env.ceilings;
+  options_.request = kernel_request(state, kernel, env);
+  const ExperimentRequest& req = options_.request;
   options_.arch = env.arch;
   options_.timeout = env.timeout;
 

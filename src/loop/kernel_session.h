@@ -22,6 +22,11 @@ struct LoopClock {
   std::function<double()> now;  // seconds since the run started, over all its sessions
 };
 
+// What each experiment of `kernel` asks of a worker, less the module: its op, problem, dtype,
+// stages, timing and ceilings.
+ExperimentRequest kernel_request(const RunState& state, const KernelState& kernel,
+                                 const LoopEnvironment& env);
+
 class KernelSession {
  public:
   KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env, const LoopClock& clock);

@@ -134,6 +134,9 @@ class LocalExecutor final : public WorkerPool {
     return servers_[worker]->run(job.request, job.timeout, progress);
   }
   void abort_worker(size_t worker) override { servers_[worker]->abort(); }
+  void prepare(const ExperimentRequest& request) override {
+    for (auto& server : servers_) server->prepare(request);
+  }
 
   std::vector<std::unique_ptr<ExperimentServer>> servers_;
   std::unique_ptr<BuildPool> builds_;

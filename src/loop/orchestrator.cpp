@@ -45,6 +45,10 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
            (env.session_max_experiments > 0 &&
             state.experiments - experiments_before >= env.session_max_experiments);
   };
+  // Every worker draws each kernel's inputs and references once, ahead of its turn where it can:
+  // else a kernel switch waits seconds for them on every worker but the one that timed its baseline.
+  for (const KernelState& kernel : state.kernels)
+    if (kernel.done.empty()) env.executor->prepare(kernel_request(state, kernel, env));
   double kernel_start_s = 0;  // a kernel's first result: its build, references and measurement
   while (!session_over(kernel_start_s)) {
     KernelState* kernel = pick_next(state);

@@ -77,6 +77,17 @@ bool ended(pid_t pid) {
   return close == std::string::npos || text.substr(close + 2, 1) == "Z";
 }
 
+// What an experiment costs outside its child (the judge): drawing the plan's cases and their
+// references, the fork and the answer.
+double outside_the_child(ExperimentServer& server, const ExperimentRequest& request, std::string& log) {
+  const auto start = std::chrono::steady_clock::now();
+  const ExperimentResult r = server.run(request, 300s, kQuiet);
+  EXPECT_EQ(r.status, Status::Pass) << r.reason;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log += "\n" + std::to_string(wall) + " s wall, " + std::to_string(r.total_seconds) + " s in the child";
+  return wall - r.total_seconds;
+}
+
 TEST(ExperimentServer, GivesTheSameResultsAsIsolatedWorkers) {
   ExperimentServer server(AK_CLI_PATH);
   const std::vector<std::pair<std::string, DType>> runs = {{"good_reduce.cpp", DType::F16},
@@ -132,21 +143,43 @@ TEST(ExperimentServer, ReusesThePreparedCasesOfAPlan) {
   // Every stage: the sweep's many problems take far longer to draw and reference than to check.
   const ExperimentRequest request = reduce_request("good_reduce.cpp", DType::F16, false);
   std::string log;
-  // What an experiment costs outside its child (the judge): drawing the plan's cases and their
-  // references, the fork and the answer. The child's own time follows the machine's load (ctest
-  // runs other tests beside this one), so it is left out of the comparison.
-  auto outside_the_child = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    const ExperimentResult r = server.run(request, 300s, kQuiet);
-    EXPECT_EQ(r.status, Status::Pass) << r.reason;
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    log += "\n" + std::to_string(wall) + " s wall, " + std::to_string(r.total_seconds) + " s in the child";
-    return wall - r.total_seconds;
-  };
-  const double first = outside_the_child();
-  const double second = outside_the_child();
+  // The child's own time follows the machine's load (ctest runs other tests beside this one), so
+  // it is left out of the comparison.
+  const double first = outside_the_child(server, request, log);
+  const double second = outside_the_child(server, request, log);
   EXPECT_LT(second, 0.5 * first) << log;
   std::cout << "experiments on one plan:" << log << "\n";
+}
+
+// The driver names the kernels to come: a server draws their plans while idle, and its first
+// experiment of one then waits for no references. A hint that cannot be drawn is never answered.
+TEST(ExperimentServer, DrawsAPlanAheadWhenAskedTo) {
+  const ExperimentRequest request = reduce_request("good_reduce.cpp", DType::F16, false);
+  std::string log;
+  ExperimentServer cold(AK_CLI_PATH), warm(AK_CLI_PATH);
+  ExperimentRequest unknown = request;
+  unknown.op = "no_such_op";
+  warm.prepare(unknown);
+  warm.prepare(request);
+  const auto hinted_at = std::chrono::steady_clock::now();
+  const double first = outside_the_child(cold, request, log);
+  std::this_thread::sleep_until(hinted_at + std::chrono::duration<double>(2 * first + 1));
+  const double ahead = outside_the_child(warm, request, log);
+  EXPECT_LT(ahead, 0.5 * first) << log;
+  std::cout << "a plan drawn cold, then ahead:" << log << "\n";
+}
+
+// Its children are forked while it draws another plan ahead: none may inherit a held lock.
+TEST(ExperimentServer, ForksSafelyWhileDrawingAhead) {
+  ExperimentServer server(AK_CLI_PATH);
+  const ExperimentRequest request = reduce_request("good_reduce.cpp");
+  ExperimentRequest other = reduce_request("good_reduce.cpp", DType::F32, false);
+  for (int round = 0; round < 3; ++round) {
+    other.seed = static_cast<uint64_t>(100 + round);
+    server.prepare(other);
+    const ExperimentResult r = server.run(request, 60s, kQuiet);
+    EXPECT_EQ(r.status, Status::Pass) << round << ": " << r.reason;
+  }
 }
 
 TEST(ExperimentServer, RestartsAServerThatDied) {
