@@ -117,13 +117,13 @@ void apply(RunState& state, const Outcome& o) {
   state.projected_speedup = projected_speedup(state.kernels);
 }
 
-KernelState* pick_next(RunState& state) {
+KernelState* pick_next(RunState& state, const KernelState* skip) {
   for (auto& k : state.kernels)
-    if (k.done.empty() && k.best_us <= 0) return &k;
+    if (k.done.empty() && k.best_us <= 0 && &k != skip) return &k;
   KernelState* best = nullptr;
   double best_gain = -1;
   for (auto& k : state.kernels) {
-    if (!k.done.empty()) continue;
+    if (!k.done.empty() || &k == skip) continue;
     // The slot's time above this kernel's roofline (an unknown roofline counts as half), as a
     // fraction of the original total. An alternative behind its slot's fastest kernel must first
     // catch up with it: its gain is scaled by how far behind it is.

@@ -48,6 +48,7 @@ void apply(RunState& state, const Outcome& outcome);
 // The active kernel (done empty) to work on next: the first without a baseline in plan order,
 // else the one whose reaching its roofline would save the most end-to-end time. nullptr when
 // every kernel is done.
-KernelState* pick_next(RunState& state);
+// `skip`: a kernel not to pick (the one whose session is ending, to guess what follows it).
+KernelState* pick_next(RunState& state, const KernelState* skip = nullptr);
 
 }  // namespace ak

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -249,11 +250,25 @@ double KernelSession::expected_next_seconds() const {
   return measure_seconds_.mean() * (1 + queued);
 }
 
-void KernelSession::run(const std::function<bool(double)>& stop, const std::function<int()>& starts_left) {
+void KernelSession::prebuild() {
+  const bool has_result =
+      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
+  if (has_result && proposer_->lookahead()) refill(builds_ahead());
+}
+
+void KernelSession::run(const std::function<bool(double)>& stop, const std::function<int()>& starts_left,
+                        bool first_result_ends_it, const std::function<void()>& on_draining) {
+  bool drained = false;
+  const auto draining = [&] {
+    if (!std::exchange(drained, true) && on_draining) on_draining();
+  };
   while (kernel_.done.empty() && !stop(expected_next_seconds())) {
     while (kernel_.done.empty() && !stop(expected_next_seconds()) && may_submit(starts_left()) &&
-           (!exhausted_ || !pipeline_.empty()))
+           (!exhausted_ || !pipeline_.empty())) {
       submit_next();
+      if (first_result_ends_it && !tickets_.empty()) draining();
+    }
+    if (exhausted_ && pipeline_.empty() && !tickets_.empty()) draining();
     if (tickets_.empty()) {
       if (exhausted_ && pipeline_.empty() && kernel_.done.empty()) {
         kernel_.done = kDoneExhausted;
@@ -264,6 +279,7 @@ void KernelSession::run(const std::function<bool(double)>& stop, const std::func
     }
     await_result();
   }
+  if (!tickets_.empty()) draining();
   while (!tickets_.empty()) await_result();  // nothing in flight is lost
 }
 

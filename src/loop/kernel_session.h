@@ -39,11 +39,21 @@ class KernelSession {
   // experiment would take to finish, as this session's measurements so far say (0 before the
   // first): a time budget then starts none that would end past it. `starts_left` says how many
   // more experiments this session may record (a budget counted in experiments), in flight included.
-  void run(const std::function<bool(double next_s)>& stop, const std::function<int()>& starts_left);
+  // `on_draining` is called once, when the session will submit nothing more but measurements are
+  // still in flight (the proposer has run out, `stop` said so, or `first_result_ends_it` and the
+  // first is submitted): the driver may then start the next kernel's builds.
+  void run(const std::function<bool(double next_s)>& stop, const std::function<int()>& starts_left,
+           bool first_result_ends_it = false, const std::function<void()>& on_draining = {});
+
+  // Starts the builds of the first candidates now, before run(), while another session's last
+  // measurements finish: the workers then need not wait for them at the switch. Only for a
+  // proposer that can propose ahead (the search; an agent edits the file and is asked in turn).
+  void prebuild();
 
   // Seconds from this session's start to its first result (building, drawing the kernel's
   // references, measuring): what the next kernel's first experiment is likely to take. 0 if none.
   double first_result_seconds() const { return first_result_s_; }
+  const KernelState& kernel() const { return kernel_; }
 
  private:
   struct Pending {

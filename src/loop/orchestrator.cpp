@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 #include "core/error.h"
 #include "core/paths.h"
@@ -50,6 +51,8 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
   for (const KernelState& kernel : state.kernels)
     if (kernel.done.empty()) env.executor->prepare(kernel_request(state, kernel, env));
   double kernel_start_s = 0;  // a kernel's first result: its build, references and measurement
+  // The session guessed to come next, its first builds started while the last one drained.
+  std::unique_ptr<KernelSession> next;
   while (!session_over(kernel_start_s)) {
     KernelState* kernel = pick_next(state);
     if (!kernel) break;
@@ -57,16 +60,29 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     // A kernel's first session ends with its baseline: a suite's shares, and so the Amdahl order
     // of all that follows, are only known once every kernel has been timed.
     const bool baseline_session = kernel->best_us <= 0;
-    KernelSession session(state, *kernel, env, clock);
+    std::unique_ptr<KernelSession> session = std::move(next);
+    if (!session || &session->kernel() != kernel) {
+      session.reset();  // a wrong guess: its builds are in the compile cache
+      session = std::make_unique<KernelSession>(state, *kernel, env, clock);
+    }
     const auto starts_left = [&] {
       return env.session_max_experiments > 0
                  ? env.session_max_experiments - (state.experiments - experiments_before)
                  : std::numeric_limits<int>::max();
     };
-    session.run(
+    // What this session's last measurements leave the workers waiting for otherwise: the next
+    // kernel's builds (the kernel the Amdahl pick is likely to choose once this one is done).
+    const auto prepare_next = [&] {
+      if (session_over(kernel_start_s)) return;
+      if (KernelState* guess = pick_next(state, kernel)) {
+        next = std::make_unique<KernelSession>(state, *guess, env, clock);
+        next->prebuild();
+      }
+    };
+    session->run(
         [&](double next_s) { return session_over(next_s) || (baseline_session && kernel->best_us > 0); },
-        starts_left);
-    kernel_start_s = std::max(kernel_start_s, session.first_result_seconds());
+        starts_left, baseline_session, prepare_next);
+    kernel_start_s = std::max(kernel_start_s, session->first_result_seconds());
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
 }

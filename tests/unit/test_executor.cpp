@@ -59,6 +59,10 @@ class ScriptedExecutor final : public WorkerPool {
   ~ScriptedExecutor() override { stop_workers(); }
 
   std::future<BuiltCandidate> build(const Candidate& candidate, const EvaluateOptions&) override {
+    {
+      std::lock_guard lock(mutex_);
+      events.push_back("build " + candidate.source.parent_path().filename().string());
+    }
     std::string name = "module";
     for (const auto& [key, value] : candidate.defines) name += " " + key + "=" + value;
     std::promise<BuiltCandidate> built;
@@ -70,6 +74,8 @@ class ScriptedExecutor final : public WorkerPool {
   std::vector<int> delay_ms;  // per worker: how long its measurements take
   std::map<int, int> jobs_per_worker;
   std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
+  // "build KERNEL" as a build starts, "measured SHAPE" as a measurement ends, in order.
+  std::vector<std::string> events;
 
  private:
   ExperimentResult measure_on(size_t worker, const MeasureJob& job, const Progress&) override {
@@ -82,6 +88,10 @@ class ScriptedExecutor final : public WorkerPool {
       nth = static_cast<int>(measured.size());
     }
     if (worker < delay_ms.size()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[worker]));
+    {
+      std::lock_guard lock(mutex_);
+      events.push_back("measured " + job.request.problem.to_string());
+    }
     if (lose(job.request.module.string(), nth)) {
       result.status = Status::Lost;
       result.reason = "scripted loss";
@@ -130,11 +140,18 @@ struct LoopRun {
   RunState state;
 };
 
-LoopRun start_loop(const std::string& name) {
+// One kernel, "sum" (reduce 48x1024); with `second`, "sum2" too (reduce 48x512).
+LoopRun start_loop(const std::string& name, bool second = false) {
   LoopRun run{test::scratch_dir(name) / "workspace", {}};
-  std::filesystem::create_directories(run.ws / "kernels" / "sum");
-  std::filesystem::copy_file(test::kernel("loop_modes.cpp"), run.ws / "kernels" / "sum" / "sum.cpp");
-  const Plan plan{"test", false, {{"sum", "reduce", "kernels/sum/sum.cpp", "48x1024", "fp32", 0.5}}};
+  Plan plan{"test", false, {}};
+  for (const std::string kernel : {"sum", "sum2"}) {
+    if (kernel == "sum2" && !second) break;
+    std::filesystem::create_directories(run.ws / "kernels" / kernel);
+    std::filesystem::copy_file(test::kernel("loop_modes.cpp"),
+                               run.ws / "kernels" / kernel / (kernel + ".cpp"));
+    plan.kernels.push_back({kernel, "reduce", "kernels/" + kernel + "/" + kernel + ".cpp",
+                            kernel == "sum" ? "48x1024" : "48x512", "fp32", 0.5});
+  }
   LoopSettings settings;
   settings.strategy = "exhaustive";
   settings.patience = 20;
@@ -252,6 +269,32 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   EXPECT_EQ(lost[1].at("status"), "LOST");
   EXPECT_EQ(lost[1].at("decision"), "failed");
   EXPECT_NE(lost[1].at("reason").find("scripted loss"), std::string::npos);
+}
+
+// At a kernel switch the workers would wait for the next kernel's builds: they start while the
+// last kernel's measurements finish (here its baseline, then its search running out).
+TEST(Executor, TheNextKernelsBuildsStartWhileTheLastMeasurementsFinish) {
+  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {100};
+  LoopRun run = start_loop("executor-prebuild", true);
+  run_with(run, executor, 60);
+  const auto& events = executor.events;
+  const auto at = [&](const std::string& event) {
+    return std::find(events.begin(), events.end(), event) - events.begin();
+  };
+  EXPECT_LT(at("build sum2"), at("measured 48x1024")) << "sum2's baseline built after sum's was measured";
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_GT(rows.size(), 4u);
+  // The third session, the first search: its kernel's last measurement ends after the next
+  // kernel's first search build (its second build, after its baseline's).
+  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
+  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
+  const std::string measured = "measured " + std::string(searched == "sum" ? "48x1024" : "48x512");
+  const auto last_measured = std::find(events.rbegin(), events.rend(), measured).base() - events.begin() - 1;
+  const auto first_build = std::find(events.begin(), events.end(), "build " + other);
+  const auto second_build = std::find(first_build + 1, events.end(), "build " + other) - events.begin();
+  EXPECT_LT(second_build, last_measured)
+      << "no build of " << other << " before " << searched << "'s session ended";
 }
 
 // Measurements of 400 ms on one worker and a budget of 2 s: the loop starts none that its
