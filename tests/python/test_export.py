@@ -67,6 +67,8 @@ class Export(unittest.TestCase):
     def setUpClass(cls):
         cls.scratch = Scratch()
         cls.dir = cls.scratch.__enter__()
+        # A class cleanup, unlike tearDownClass, runs also when this setUpClass fails.
+        cls.addClassCleanup(cls.scratch.__exit__, None, None, None)
         cls.ws = cls.dir / "workspace"
         engine("profile", "--model", MODEL, "--workspace", str(cls.ws), "--json")
         engine("extract", "--top", "2", "--backend", "host", "--workspace", str(cls.ws), "--json")
@@ -78,10 +80,6 @@ class Export(unittest.TestCase):
         cls.wheel = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "wheel"), "--json")
         cls.hf = engine("export", "--workspace", str(cls.ws), "--out", str(cls.dir / "hf"), "--format",
                         "hf-kernels", "--json")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.scratch.__exit__(None, None, None)
 
     def python(self, python, script, env=None):
         run = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=self.dir)

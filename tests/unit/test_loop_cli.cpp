@@ -97,8 +97,9 @@ TEST(LoopCli, KillNineMidExperimentThenResumeLosesNothing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const pid_t pid = std::stoi(read_text_file(pid_file));
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  loop.join();
+  const int killed = ::kill(pid, SIGKILL);
+  loop.join();  // before any assertion returns: a thread left joinable would abort the test process
+  ASSERT_EQ(killed, 0);
   const size_t before = read_results(ws / kResultsFile).size();
   ASSERT_GE(before, 4u);
   ASSERT_LT(before, 10u) << "the run finished before the kill";

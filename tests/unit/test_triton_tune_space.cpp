@@ -1,7 +1,7 @@
-// The Triton starters' tuning spaces, read by the engine's own parser from `# @tune` comments:
-// each file's module-level defaults are a point of its space that meets its @requires at the
-// operator's standard problem (so `tune` and the loop time the file as written first), and the
-// search has more than one point to choose from.
+// The Triton starters' tuning spaces, read by the engine's own parser from `# @tune` comments.
+// That every starter's space parses and its defaults fit the operator's standard problem is
+// StarterFit's check, for every backend; here, what the Triton starters add: each tunes at least
+// two parameters, and the search has more than four points to choose from there.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,7 +13,7 @@
 namespace ak {
 namespace {
 
-TEST(TritonTuneSpace, DefaultsAreFeasiblePointsOfEachStartersSpace) {
+TEST(TritonTuneSpace, EachStarterTunesTwoParametersWithMoreThanFourFeasiblePoints) {
   int files = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(AK_SOURCE_DIR) + "/kernels/triton")) {
@@ -21,15 +21,10 @@ TEST(TritonTuneSpace, DefaultsAreFeasiblePointsOfEachStartersSpace) {
     ++files;
     const std::string op = entry.path().stem().string();
     SCOPED_TRACE(op);
-    const std::string source = read_text_file(entry.path());
-    const TuneSpace space = parse_tune_space(source);
+    const TuneSpace space = parse_tune_space(read_text_file(entry.path()));
     EXPECT_GE(space.params.size(), 2u);
-    const auto defaults = default_config(source, space);
-    ASSERT_TRUE(defaults.has_value()) << "a @tune parameter without a module-level default";
     const Op& o = find_op(op);
-    const auto symbols = problem_symbols(o, o.default_problem());
-    EXPECT_TRUE(satisfies(space, *defaults, symbols)) << to_string(*defaults);
-    EXPECT_GT(feasible_configs(space, symbols, kMaxTuneConfigs).size(), 4u);
+    EXPECT_GT(feasible_configs(space, problem_symbols(o, o.default_problem()), kMaxTuneConfigs).size(), 4u);
   }
   EXPECT_EQ(files, 9);
 }
