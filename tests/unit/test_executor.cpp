@@ -90,7 +90,7 @@ class ScriptedExecutor final : public WorkerPool {
     if (worker < delay_ms.size()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[worker]));
     {
       std::lock_guard lock(mutex_);
-      events.push_back("measured " + job.request.problem.to_string());
+      events.push_back("measured " + job.request.problem.to_string());  // after its delay: its end
     }
     if (lose(job.request.module.string(), nth)) {
       result.status = Status::Lost;
