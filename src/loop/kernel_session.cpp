@@ -47,14 +47,15 @@ ExperimentRequest kernel_request(const RunState& state, const KernelState& kerne
 }
 
 KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env,
-                             const LoopClock& clock)
+                             const LoopClock& clock, std::deque<MeasureDone>* others)
     : state_(state),
       kernel_(kernel),
       env_(env),
       clock_(clock),
       executor_(*env.executor),
       repo_(env.workspace),
-      source_(env.workspace / kernel.file) {
+      source_(env.workspace / kernel.file),
+      others_(others) {
   const Op& op = find_op(kernel.op);
   options_.request = kernel_request(state, kernel, env);
   const ExperimentRequest& req = options_.request;
@@ -162,10 +163,10 @@ void KernelSession::submit_next() {
     measuring.built = measuring.pending.build.get();
     if (!measuring.built.build) measuring.result = measuring.built.failure;
   }
-  if (measuring.result)
-    record_in_order();
-  else
+  if (!measuring.result)
     measure(seq, -1);
+  else if (!defer_records_)
+    record_in_order();
 }
 
 void KernelSession::measure(uint64_t seq, int worker, int not_worker) {
@@ -190,7 +191,10 @@ std::string KernelSession::config_of(const Measuring& measuring) const {
 
 void KernelSession::finish(MeasureDone done) {
   const auto ticket = tickets_.find(done.ticket);
-  if (ticket == tickets_.end()) return;  // a job of an earlier session, already accounted for
+  if (ticket == tickets_.end()) {  // another session's (measured ahead): kept for it
+    if (others_) others_->push_back(std::move(done));
+    return;
+  }
   const uint64_t seq = ticket->second;
   tickets_.erase(ticket);
   Measuring& measuring = in_order_.at(seq);
@@ -250,10 +254,15 @@ double KernelSession::expected_next_seconds() const {
   return measure_seconds_.mean() * (1 + queued);
 }
 
-void KernelSession::prebuild() {
+void KernelSession::prebuild(bool measure_baseline) {
   const bool has_result =
       std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
   if (has_result && proposer_->lookahead()) refill(builds_ahead());
+  if (!has_result && measure_baseline && in_order_.empty() && !pipeline_.empty()) {
+    defer_records_ = true;
+    submit_next();
+    defer_records_ = false;
+  }
 }
 
 void KernelSession::run(const std::function<bool(double)>& stop, const std::function<int()>& starts_left,
@@ -262,13 +271,13 @@ void KernelSession::run(const std::function<bool(double)>& stop, const std::func
   const auto draining = [&] {
     if (!std::exchange(drained, true) && on_draining) on_draining();
   };
+  record_in_order();  // a baseline prebuild() could not build
   while (kernel_.done.empty() && !stop(expected_next_seconds())) {
     while (kernel_.done.empty() && !stop(expected_next_seconds()) && may_submit(starts_left()) &&
            (!exhausted_ || !pipeline_.empty())) {
       submit_next();
-      if (first_result_ends_it && !tickets_.empty()) draining();
     }
-    if (exhausted_ && pipeline_.empty() && !tickets_.empty()) draining();
+    if (((exhausted_ && pipeline_.empty()) || first_result_ends_it) && !tickets_.empty()) draining();
     if (tickets_.empty()) {
       if (exhausted_ && pipeline_.empty() && kernel_.done.empty()) {
         kernel_.done = kDoneExhausted;
@@ -285,6 +294,15 @@ void KernelSession::run(const std::function<bool(double)>& stop, const std::func
 
 void KernelSession::await_result() {
   constexpr std::chrono::seconds kSayEvery{30};
+  if (others_) {  // finished while another session awaited its own
+    const auto mine = std::find_if(others_->begin(), others_->end(),
+                                   [&](const MeasureDone& d) { return tickets_.contains(d.ticket); });
+    if (mine != others_->end()) {
+      MeasureDone done = std::move(*mine);
+      others_->erase(mine);
+      return finish(std::move(done));
+    }
+  }
   while (true) {
     if (auto done = executor_.next(kSayEvery)) return finish(std::move(*done));
     if (env_.on_waiting) env_.on_waiting(executor_.activity());

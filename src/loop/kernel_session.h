@@ -29,7 +29,10 @@ ExperimentRequest kernel_request(const RunState& state, const KernelState& kerne
 
 class KernelSession {
  public:
-  KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env, const LoopClock& clock);
+  // `others`: where a result of another session's measurement goes when this one meets it, and
+  // where this one looks for its own first (sessions whose measurements overlap at a switch).
+  KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env, const LoopClock& clock,
+                std::deque<MeasureDone>* others = nullptr);
   ~KernelSession();  // waits for builds still in flight (they fill the compile cache); never throws
   KernelSession(const KernelSession&) = delete;
   KernelSession& operator=(const KernelSession&) = delete;
@@ -48,7 +51,10 @@ class KernelSession {
   // Starts the builds of the first candidates now, before run(), while another session's last
   // measurements finish: the workers then need not wait for them at the switch. Only for a
   // proposer that can propose ahead (the search; an agent edits the file and is asked in turn).
-  void prebuild();
+  // With `measure_baseline`, a starter not yet timed is also built and sent to be measured (on a
+  // worker the last session leaves free): baselines then run side by side. Its result is recorded
+  // by run(), in order.
+  void prebuild(bool measure_baseline = false);
 
   // Seconds from this session's start to its first result (building, drawing the kernel's
   // references, measuring): what the next kernel's first experiment is likely to take. 0 if none.
@@ -117,6 +123,8 @@ class KernelSession {
   double first_result_s_ = 0;
   std::string last_report_;
   bool exhausted_ = false;
+  bool defer_records_ = false;  // prebuild: nothing is recorded before run()
+  std::deque<MeasureDone>* others_ = nullptr;
 };
 
 }  // namespace ak

@@ -1,6 +1,7 @@
 #include "loop/orchestrator.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 
@@ -51,8 +52,15 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
   for (const KernelState& kernel : state.kernels)
     if (kernel.done.empty()) env.executor->prepare(kernel_request(state, kernel, env));
   double kernel_start_s = 0;  // a kernel's first result: its build, references and measurement
-  // The session guessed to come next, its first builds started while the last one drained.
+  // The session guessed to come next, its first builds started while the last one drained (and
+  // its baseline measured, on a time budget); results of one session that another meets.
   std::unique_ptr<KernelSession> next;
+  std::deque<MeasureDone> others;
+  // A session with measurements in flight is never dropped: they are awaited and recorded.
+  const auto finish_off = [&](std::unique_ptr<KernelSession>& session) {
+    if (session) session->run([](double) { return true; }, [] { return std::numeric_limits<int>::max(); });
+    session.reset();
+  };
   while (!session_over(kernel_start_s)) {
     KernelState* kernel = pick_next(state);
     if (!kernel) break;
@@ -62,8 +70,8 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     const bool baseline_session = kernel->best_us <= 0;
     std::unique_ptr<KernelSession> session = std::move(next);
     if (!session || &session->kernel() != kernel) {
-      session.reset();  // a wrong guess: its builds are in the compile cache
-      session = std::make_unique<KernelSession>(state, *kernel, env, clock);
+      finish_off(session);  // a wrong guess: its builds are in the compile cache
+      session = std::make_unique<KernelSession>(state, *kernel, env, clock, &others);
     }
     const auto starts_left = [&] {
       return env.session_max_experiments > 0
@@ -75,8 +83,10 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     const auto prepare_next = [&] {
       if (session_over(kernel_start_s)) return;
       if (KernelState* guess = pick_next(state, kernel)) {
-        next = std::make_unique<KernelSession>(state, *guess, env, clock);
-        next->prebuild();
+        next = std::make_unique<KernelSession>(state, *guess, env, clock, &others);
+        // Another kernel's baseline alongside this one's on a free worker; not on a budget counted
+        // in experiments, which it could overrun.
+        next->prebuild(baseline_session && env.session_max_experiments == 0);
       }
     };
     session->run(
@@ -85,6 +95,7 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     kernel_start_s = std::max(kernel_start_s, session->first_result_seconds());
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
+  finish_off(next);  // a baseline measured ahead, when the budget ended first
 }
 
 }  // namespace ak

@@ -74,7 +74,8 @@ class ScriptedExecutor final : public WorkerPool {
   std::vector<int> delay_ms;  // per worker: how long its measurements take
   std::map<int, int> jobs_per_worker;
   std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
-  // "build KERNEL" as a build starts, "measured SHAPE" as a measurement ends, in order.
+  // "build KERNEL" as a build starts, "start SHAPE" and "measured SHAPE" as a measurement starts
+  // and ends, in order.
   std::vector<std::string> events;
 
  private:
@@ -86,6 +87,7 @@ class ScriptedExecutor final : public WorkerPool {
       jobs_per_worker[static_cast<int>(worker)] += 1;
       measured.emplace_back(job.request.module.string(), static_cast<int>(worker));
       nth = static_cast<int>(measured.size());
+      events.push_back("start " + job.request.problem.to_string());
     }
     if (worker < delay_ms.size()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[worker]));
     {
@@ -295,6 +297,33 @@ TEST(Executor, TheNextKernelsBuildsStartWhileTheLastMeasurementsFinish) {
   const auto second_build = std::find(first_build + 1, events.end(), "build " + other) - events.begin();
   EXPECT_LT(second_build, last_measured)
       << "no build of " << other << " before " << searched << "'s session ended";
+}
+
+// On a time budget with two workers, the second kernel's baseline is measured beside the first's
+// (one worker would have waited for the other); both are recorded in order, and nothing measured
+// goes unrecorded, the baseline measured ahead when the budget ends included.
+TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
+  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {300, 300};
+  LoopRun run = start_loop("executor-baselines", true);
+  LoopEnvironment env;
+  env.workspace = run.ws;
+  env.backend = Backend::Host;
+  env.executor = &executor;
+  env.session_budget_s = 1.0;
+  run_loop(run.state, env);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("name"), "sum");
+  EXPECT_EQ(rows[1].at("name"), "sum2");
+  EXPECT_EQ(rows[0].at("decision"), "baseline");
+  EXPECT_EQ(rows[1].at("decision"), "baseline");
+  const auto& events = executor.events;
+  const auto at = [&](const std::string& event) {
+    return std::find(events.begin(), events.end(), event) - events.begin();
+  };
+  EXPECT_LT(at("start 48x512"), at("measured 48x1024")) << "the baselines took turns";
+  EXPECT_EQ(rows.size(), executor.measured.size()) << "a measurement went unrecorded";
 }
 
 // Measurements of 400 ms on one worker and a budget of 2 s: the loop starts none that its
