@@ -124,8 +124,9 @@ Cache& cache() {
 
 // Entered around everything drawing does with a lock or a new thread, paused by a fork
 // (DrawingPause): a child forked while a background thread drew then finds no lock of the cache
-// held. A pause waits for those inside and holds new ones off (a shared_mutex, which prefers
-// readers, could keep it waiting while the drawing threads take turns).
+// held. The child itself never enters it (it reads the cache through prepare_case only), since
+// a thread may be holding the gate's own mutex at the fork. A pause waits for those inside and holds new ones
+// off (a shared_mutex, which prefers readers, could keep it waiting while the drawing threads take turns).
 class DrawingGate {
  public:
   void enter() {

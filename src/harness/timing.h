@@ -2,8 +2,9 @@
 // clock, checks that the sampled outputs of every slot still hold their poison (nothing ran
 // early), asks the launcher to run one launch per slot back to back, and stops the clock when
 // the sampled outputs hold the right values, read by the judge itself. A batch's time, less the
-// judge's fixed cost of a batch (measured before the module was loaded, so the kernel's code
-// cannot inflate it), over the number of launches, is one sample. Inputs are fresh every batch
+// judge's fixed cost of a batch (the smaller of its measures before the module was loaded and
+// after the timed runs: the kernel's code can inflate neither past the first), over the number of
+// launches, is one sample. Inputs are fresh every batch
 // and the caches flushed before it (harness/timed_slots.h). Samples until the median's standard
 // error is under the target or a cap on count or time is reached.
 #pragma once

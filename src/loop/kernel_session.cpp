@@ -126,13 +126,21 @@ void KernelSession::start_build(Pending& pending) {
   pending.build = executor_.build(Candidate{source_, pending.proposal.config}, options_);
 }
 
+bool KernelSession::has_result() const {
+  return std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
+}
+
+// Proposals ahead of the results only once the starter's time is known, and never from a proposer
+// that edits the file (an agent, asked in turn).
+bool KernelSession::proposes_ahead() const {
+  return has_result() && proposer_->lookahead();
+}
+
 bool KernelSession::may_submit(int starts_left) const {
-  const bool has_result =
-      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
   // Until the first result, and always for a proposer that edits the file, one at a time; else
   // two per worker, one measuring and one queued behind it, so that no worker waits while this
   // thread records a result or awaits the next build (each worker still measures one at a time).
-  const size_t most = has_result && proposer_->lookahead() ? 2 * executor_.workers().size() : 1;
+  const size_t most = proposes_ahead() ? 2 * executor_.workers().size() : 1;
   return tickets_.size() < most && static_cast<int>(in_order_.size()) < starts_left;
 }
 
@@ -150,9 +158,7 @@ size_t KernelSession::builds_ahead() const {
 // The next candidate in proposal order: its build awaited, then measured on the first free worker
 // (or recorded at once when it never built).
 void KernelSession::submit_next() {
-  const bool has_result =
-      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
-  if (!refill(has_result && proposer_->lookahead() ? builds_ahead() : 1)) return;
+  if (!refill(proposes_ahead() ? builds_ahead() : 1)) return;
   const uint64_t seq = next_seq_++;
   Measuring& measuring = in_order_[seq];
   measuring.pending = std::move(pipeline_.front());
@@ -255,10 +261,8 @@ double KernelSession::expected_next_seconds() const {
 }
 
 void KernelSession::prebuild(bool measure_baseline) {
-  const bool has_result =
-      std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
-  if (has_result && proposer_->lookahead()) refill(builds_ahead());
-  if (!has_result && measure_baseline && in_order_.empty() && !pipeline_.empty()) {
+  if (proposes_ahead()) refill(builds_ahead());
+  if (!has_result() && measure_baseline && in_order_.empty() && !pipeline_.empty()) {
     defer_records_ = true;
     submit_next();
     defer_records_ = false;

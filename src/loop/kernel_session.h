@@ -82,6 +82,8 @@ class KernelSession {
   void load_history();
   bool refill(size_t depth);  // false when the proposer has nothing left and nothing is queued
   size_t builds_ahead() const;
+  bool has_result() const;      // any experiment of this kernel finished (this session or before)
+  bool proposes_ahead() const;  // more than one candidate proposed and measured at a time
   bool may_submit(int starts_left) const;
   void submit_next();
   void measure(uint64_t seq, int worker, int not_worker = -1);
