@@ -3,14 +3,17 @@
 A custom op is opaque to torch.compile's Inductor and can break its fusions, so a kernel that is
 faster alone can make the compiled model slower; and in eager mode a kernel that saves less than
 its call costs makes the model slower. So each kernel is judged by the model's own time in the
-user's mode: the model with every candidate, then without each one in turn, from the set as it
-stands (backward elimination). A kernel whose removal does not slow the model down is left out,
-with the two times as the reason; if the kept set together is not faster than PyTorch alone,
-none is plugged in.
+user's mode: in eager, the model with every candidate, then without each one in turn, from the set
+as it stands (backward elimination: most of ours win there, each saving launches); under
+torch.compile, each candidate alone against Inductor alone (forward selection: most of ours lose
+to Inductor's fusions there). A kernel is out with the two times as the reason; if the kept set
+together is not faster than PyTorch alone, none is plugged in.
 """
 import faulthandler
+import signal
 import statistics
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -29,6 +32,13 @@ MARGIN = 0.01
 # minutes. So each eager variant is timed in rounds alternating with PyTorch alone, and judged by
 # its time against PyTorch's in the same rounds.
 EAGER_ROUNDS = 3
+
+
+class BudgetSpent(BaseException):
+    """Raised in the measurement in flight when verify's budget ends. A compile of the model with
+    our kernels in can run minutes past its estimate (hf-llama on the H200: past 100 s, estimated
+    at 18 s), and a compile cannot be asked to stop any other way. A BaseException, so that no
+    `except Exception` on the way (PyTorch's or ours) takes it for a failed compile."""
 
 
 @dataclass
@@ -70,16 +80,19 @@ def _clone(output):
 class Bench:
     """Measures variants of one loaded model: PyTorch alone, or with some kernels applied."""
 
-    def __init__(self, loaded, settings, progress):
+    def __init__(self, loaded, settings, progress, started=None):
+        """`started`: when the budget began, as time.time() (by default now): verify's is when
+        `autokernel verify` started, so building the kernels and loading the model count too."""
         self.loaded, self.settings, self.progress = loaded, settings, progress
-        self.started = time.perf_counter()
+        self.started = time.time() if started is None else started
+        self.spent = False  # a measurement was stopped when the budget ended
         self.compile_s = {}  # mode -> seconds its last compilation took
         self.compile_s_ever = []  # every compilation's seconds, of any mode
         self.checked = []  # measurements whose outputs verify compares with eager's
         self.traced = None  # the model traced and matched once, for every kernel set
 
     def elapsed(self):
-        return time.perf_counter() - self.started
+        return time.time() - self.started
 
     def estimate(self, mode):
         """Seconds one more measurement in `mode` will take: its compilation and its runs. A mode
@@ -102,20 +115,12 @@ class Bench:
 
     def affordable(self, mode):
         budget = self.settings.budget_s
-        return budget <= 0 or self.elapsed() + self.estimate(mode) <= budget
+        return not self.spent and (budget <= 0 or self.elapsed() + self.estimate(mode) <= budget)
 
     def measure(self, mode, kernels=(), traced_only=False):
         """The model in `mode` with `kernels` applied (none: PyTorch alone; traced_only: PyTorch's
         ops run from the traced graphs, what applying costs or saves without any kernel)."""
         m = Measurement(mode, tuple(kernels))
-        model, inputs = self.loaded.model, self.loaded.inputs
-        applying.restore(model)
-        reset_compiled(compiling=mode != "eager")
-        if kernels or traced_only:
-            self.traced = self.traced or applying.trace(model, inputs)
-            applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
-            report = applying.report(model)
-            m.sites = report.sites if report else []
         label = f"{mode}, " + (f"{len(kernels)} kernels" if kernels else
                                "PyTorch from the traced graph" if traced_only else "PyTorch alone")
         budget = f" of {self.settings.budget_s:.0f}" if self.settings.budget_s > 0 else ""
@@ -124,25 +129,72 @@ class Bench:
         # A measurement that overruns its estimate threefold prints every thread's stack (and goes
         # on): a stuck compile or kernel then says where it is, not just that time ran out.
         faulthandler.dump_traceback_later(max(60.0, 3 * self.estimate(mode)), file=sys.stderr)
+        began = time.perf_counter()
         try:
-            forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
-            if mode != "eager":
-                self.compiled(mode, m.compile_s)
-                self.progress(f"  compiled in {m.compile_s:.0f} s; {compile_state()}")
-            if mode == "eager" and (kernels or traced_only):
-                m.us, m.paired_base_us = self._paired(forward, kernels, traced_only)
-            else:
-                m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
-            TABLE.reset_counts()
-            m.output = _clone(forward())
-            m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)
+            try:
+                self._arm()
+                self._run(m, mode, kernels, traced_only)
+            finally:
+                self._disarm()
+        except BudgetSpent:
+            m.us, m.output, self.spent = None, None, True
+            m.note = (f"stopped: the budget ({self.settings.budget_s:.0f} s) ended "
+                      f"{time.perf_counter() - began:.0f} s into this measurement")
+            self.progress(f"{label}: {m.note}")
         except Exception as e:  # a compile failure or graph break is a note in the table
             m.note = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
             self.progress(f"{label}: failed: {m.note}")
         finally:
+            self._disarm()  # (again: the alarm may have gone off inside the first one)
             faulthandler.cancel_dump_traceback_later()
-            applying.restore(model)
+            applying.restore(self.loaded.model)
         return m
+
+    def _run(self, m, mode, kernels, traced_only):
+        """Applies `kernels` (or the traced graph alone), compiles (unless eager) and times the
+        model, into `m`."""
+        model, inputs = self.loaded.model, self.loaded.inputs
+        applying.restore(model)
+        reset_compiled(compiling=mode != "eager")
+        if kernels or traced_only:
+            self.traced = self.traced or applying.trace(model, inputs)
+            applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
+            report = applying.report(model)
+            m.sites = report.sites if report else []
+        forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
+        if mode != "eager":
+            self.compiled(mode, m.compile_s)
+            self.progress(f"  compiled in {m.compile_s:.0f} s; {compile_state()}")
+        if mode == "eager" and (kernels or traced_only):
+            m.us, m.paired_base_us = self._paired(forward, kernels, traced_only)
+        else:
+            m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
+        TABLE.reset_counts()
+        m.output = _clone(forward())
+        m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)
+
+    def _arm(self):
+        """A timer that raises BudgetSpent in this thread when the budget ends. Only the main
+        thread takes a signal's handler: elsewhere the budget is kept between measurements only."""
+        budget = self.settings.budget_s
+        if budget <= 0 or threading.current_thread() is not threading.main_thread():
+            return
+
+        def stop(signum, frame):
+            if self._armed:
+                self._armed = False
+                raise BudgetSpent()
+
+        self._armed = True
+        self._previous_handler = signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, budget - self.elapsed()))
+
+    def _disarm(self):
+        self._armed = False
+        previous, self._previous_handler = getattr(self, "_previous_handler", None), None
+        if previous is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
     def _paired(self, forward, kernels, traced_only):
         """Medians of the applied model and of PyTorch alone over EAGER_ROUNDS alternating rounds."""
@@ -161,6 +213,10 @@ def decide(bench, mode, candidates, base):
     why = {}
     if not candidates:
         return [], why, base
+    if not bench.affordable(mode):
+        for name in candidates:
+            why[name] = (False, f"not timed in {mode}: the budget ran out first")
+        return [], why, base
     every = bench.measure(mode, candidates)
     served = {site.kernel for site in every.sites}
     for name in candidates:
@@ -178,7 +234,8 @@ def decide(bench, mode, candidates, base):
         for name in candidates:
             why[name] = (False, f"not timed in {mode}: {every.note or base.note}")
         return [], why, every
-    kept, current = _eliminate(bench, mode, candidates, every, base, why)
+    search = _eliminate if mode == "eager" else _select
+    kept, current = search(bench, mode, candidates, every, base, why)
     if kept and (current.us is None or current.relative(base) >= 1 - MARGIN):
         for name in kept:
             why[name] = (False, f"together {_against(current, base)}: not faster than PyTorch")
@@ -210,6 +267,41 @@ def _eliminate(bench, mode, candidates, every, base, why):
             why[name] = (False, f"the model takes {_against(without, base)} without it, {_against(current, base)} with it")
             kept, current = rest, without
     return kept, current
+
+
+def _select(bench, mode, candidates, every, base, why):
+    """Forward selection, for the compiled modes: there Inductor's own fused kernels are what each
+    of ours replaces, and most of ours do not beat them (on the H200 llama's eight read 3436 µs
+    against Inductor's 3435 once elimination had run). Each candidate is timed alone against
+    Inductor alone, and those that make the model faster by more than MARGIN are kept: together
+    if the model with all of them is the fastest set measured, else the fastest one alone."""
+    winners = []
+    for name in candidates:
+        if not bench.affordable(mode):
+            why[name] = (False, "not timed alone: the budget ran out")
+            continue
+        alone = every if len(candidates) == 1 else bench.measure(mode, [name])
+        if alone.us is not None and alone.relative(base) < 1 - MARGIN:
+            winners.append((alone, name))
+            why[name] = (True, f"alone, the model takes {_against(alone, base)}")
+        else:
+            why[name] = (False, f"alone, the model takes {_against(alone, base) if alone.us else alone.note}: "
+                                "not faster than PyTorch")
+    if not winners:
+        return [], base
+    names = [name for _, name in winners]
+    sets = [(m, [name]) for m, name in winners] + [(every, list(candidates))]
+    if len(winners) > 1 and len(winners) < len(candidates) and bench.affordable(mode):
+        sets.append((bench.measure(mode, names), names))
+    timed = [(m, kernels) for m, kernels in sets if m.us is not None]
+    fastest, kept = min(timed, key=lambda pair: pair[0].us)
+    for name in candidates:
+        if name in names and name not in kept:
+            why[name] = (False, f"faster alone, but the model takes {_against(fastest, base)} with "
+                                f"{' + '.join(kept)} instead")
+        elif name in kept and len(kept) > 1:
+            why[name] = (True, f"{why[name][1]}; with all {len(kept)} kept, {_against(fastest, base)}")
+    return kept, fastest
 
 
 def _against(m, base):

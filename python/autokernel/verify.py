@@ -142,10 +142,15 @@ def verify(args, progress):
              f"plugging decided in mode {decide_mode}; modes: eager{''.join(', ' + m for m in modes)}; "
              f"custom ops in {implementation}")
     reference = loading.run_model(loaded)
-    bench = Bench(loaded, Settings(args.warmup, args.iterations, args.budget, not args.no_decide), progress)
+    bench = Bench(loaded, Settings(args.warmup, args.iterations, args.budget, not args.no_decide), progress,
+                  started=args.started)
     rows, outputs, decisions, final = _measure_all(bench, candidates, modes, decide_mode, reference, loaded)
     kept = kept_in(decisions, "eager")
-    replay, graph_outputs = replay_timing(bench, reference, kept or candidates, compare) if gpu else ({}, [])
+    replay, graph_outputs = {}, []
+    if gpu and bench.affordable("eager"):
+        replay, graph_outputs = replay_timing(bench, reference, kept or candidates, compare)
+    elif gpu:
+        replay = {"note": f"skipped: the budget ({bench.settings.budget_s:.0f} s) ran out"}
     if gpu and candidates and not kept:  # what the kernels give without launch costs, not a plugged set
         replay.setdefault("ours_note", "every candidate: none is kept in eager")
     eager_final = final["eager"]
@@ -163,6 +168,8 @@ def verify(args, progress):
         "timing": {"method": "median wall time per forward pass, calls in a loop, each synchronized",
                    "warmup": args.warmup, "iterations": args.iterations, "rows": rows, "replay": replay},
         "elapsed_s": bench.elapsed(),
+        "budget_s": args.budget,
+        "stopped_at_budget_end": bench.spent,
     }
     pathlib.Path(args.json_out).write_text(json.dumps(document, indent=1, default=str) + "\n")
     progress(f"wrote {args.json_out} after {bench.elapsed():.0f} s")
@@ -195,4 +202,8 @@ def add_arguments(parser):
     parser.add_argument("--no-decide", action="store_true",
                         help="plug every candidate in, without timing decisions (to check outputs)")
     parser.add_argument("--budget", type=float, default=0.0,
-                        help="seconds: no new measurement starts past this (0: no limit)")
+                        help="seconds: no measurement starts that its estimate says would end past this, and "
+                             "one still running then is stopped (0: no limit)")
+    parser.add_argument("--started", type=float, default=None,
+                        help="when the budget began, in seconds since the epoch (default: now); the CLI's "
+                             "verify passes its own start, so building the kernels counts")

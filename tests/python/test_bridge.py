@@ -114,6 +114,47 @@ class VerifyBudget(unittest.TestCase):
         self.assertTrue(bench.affordable("reduce-overhead"))
         self.assertFalse(bench.affordable("max-autotune-no-cudagraphs"))
 
+    def test_the_budget_counts_from_when_verify_started(self):
+        import time
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        # the CLI spent 50 s of a 60 s budget building kernels before the bridge began
+        bench = Bench(loaded=None, settings=Settings(warmup=1, iterations=1, budget_s=60), progress=print,
+                      started=time.time() - 50)
+        self.assertGreaterEqual(bench.elapsed(), 50)
+        self.assertTrue(bench.affordable("eager"))
+        self.assertFalse(bench.affordable("default"))  # 32 s estimated, 10 s left
+
+    def test_a_measurement_running_when_the_budget_ends_is_stopped(self):
+        """A compile can run minutes past its estimate; the measurement in flight at the budget's end
+        stops there with a note, and nothing else starts."""
+        import time
+        from types import SimpleNamespace
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        class Slow(nn.Module):
+            def forward(self, x):
+                time.sleep(0.4)
+                return x + 1
+
+        loaded = SimpleNamespace(model=Slow(), inputs=(torch.ones(2),), device=torch.device("cpu"))
+        lines = []
+        bench = Bench(loaded, Settings(warmup=2, iterations=50, budget_s=1.5), lines.append)
+        began = time.perf_counter()
+        m = bench.measure("eager")
+        self.assertLess(time.perf_counter() - began, 3.0)  # 52 calls would take 21 s
+        self.assertIsNone(m.us)
+        self.assertIn("stopped: the budget (2 s) ended", m.note)
+        self.assertTrue(bench.spent)
+        self.assertFalse(bench.affordable("eager"))
+        self.assertTrue(any("stopped" in line for line in lines))
+        time.sleep(0.3)  # no alarm is left armed to go off later
+        self.assertTrue(torch.equal(Slow()(torch.ones(2)), torch.full((2,), 2.0)))
+
 
 class Decide(unittest.TestCase):
     """Plugging by the whole model's time: backward elimination over the kernel set."""
@@ -148,7 +189,7 @@ class Decide(unittest.TestCase):
         # every kernel at work read slow once (5729 µs); without a, 3414 µs; b and c each save time
         times = {f("abc"): 5729.0, f("bc"): 3414.0, f("c"): 3600.0, f("b"): 3650.0}
         bench = self.ScriptedBench(times)
-        kept, why, final = decide(bench, "default", ["a", "b", "c"], Measurement("default", (), us=3669.0))
+        kept, why, final = decide(bench, "eager", ["a", "b", "c"], Measurement("eager", (), us=3669.0))
         self.assertEqual(kept, ["b", "c"])
         self.assertEqual(final.us, 3414.0)  # the set kept is the last one measured: no extra compile
         self.assertFalse(why["a"][0])
@@ -161,9 +202,40 @@ class Decide(unittest.TestCase):
 
         f = frozenset
         times = {f("ab"): 3700.0, f("b"): 3750.0, f("a"): 3720.0}
-        kept, why, final = decide(self.ScriptedBench(times), "default", ["a", "b"], Measurement("default", (), us=3669.0))
+        kept, why, final = decide(self.ScriptedBench(times), "eager", ["a", "b"], Measurement("eager", (), us=3669.0))
         self.assertEqual(kept, [])
         self.assertIn("not faster than PyTorch", why["a"][1])
+
+    def test_under_compile_each_kernel_is_timed_alone_against_inductor(self):
+        """Forward selection in a compiled mode: a and d lose alone (Inductor fuses better); b and
+        c win alone and together, so the set is b + c, the last one measured."""
+        from autokernel.decide import Measurement, decide
+
+        f = frozenset
+        times = {f("abcd"): 3700.0, f("a"): 3750.0, f("b"): 3500.0, f("c"): 3560.0, f("d"): 3669.0,
+                 f("bc"): 3400.0}
+        bench = self.ScriptedBench(times)
+        kept, why, final = decide(bench, "default", ["a", "b", "c", "d"], Measurement("default", (), us=3669.0))
+        self.assertEqual(kept, ["b", "c"])
+        self.assertEqual(final.us, 3400.0)
+        self.assertEqual(bench.measured, [f("abcd"), f("a"), f("b"), f("c"), f("d"), f("bc")])
+        self.assertFalse(why["a"][0])
+        self.assertIn("alone, the model takes 3750 µs (PyTorch 3669 µs): not faster", why["a"][1])
+        self.assertFalse(why["d"][0])
+        self.assertTrue(why["b"][0] and why["c"][0])
+        self.assertIn("with all 2 kept, 3400 µs", why["b"][1])
+
+    def test_under_compile_the_fastest_alone_wins_when_the_winners_clash(self):
+        from autokernel.decide import Measurement, decide
+
+        f = frozenset
+        times = {f("abc"): 3700.0, f("a"): 3750.0, f("b"): 3500.0, f("c"): 3560.0, f("bc"): 3580.0}
+        kept, why, final = decide(self.ScriptedBench(times), "default", ["a", "b", "c"],
+                                  Measurement("default", (), us=3669.0))
+        self.assertEqual(kept, ["b"])
+        self.assertEqual(final.us, 3500.0)
+        self.assertFalse(why["c"][0])
+        self.assertIn("faster alone, but the model takes 3500 µs (PyTorch 3669 µs) with b instead", why["c"][1])
 
 
 if __name__ == "__main__":

@@ -137,6 +137,23 @@ TEST(ModelCli, AfterARunOnlyKernelsThatPassedAreCandidatesAndEachIsDecidedByTheM
   EXPECT_TRUE(j["passed"].get<bool>());
 }
 
+TEST(ModelCli, VerifyWhoseBudgetEndsBeforeAnyCheckSaysSoAndFails) {
+  const Scratch scratch("model-verify-budget");
+  const auto ws = profiled_and_extracted(scratch);
+  // Two seconds from verify's start: spent building the kernels and starting the bridge, so the
+  // first measurement is stopped at once and nothing with our kernels runs.
+  const ProcessResult run = run_cli({"verify", "--workspace", ws.string(), "--compile-modes", "none",
+                                     "--iterations", "1", "--budget", "2", "--json"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("ran out before the model ran with our kernels; nothing was checked"),
+            std::string::npos)
+      << run.output;
+  const auto j = nlohmann::json::parse(std::ifstream(ws / "verify.json"));
+  EXPECT_TRUE(j["stopped_at_budget_end"].get<bool>()) << j.dump();
+  EXPECT_TRUE(j["outputs"].empty()) << j.dump();
+  EXPECT_GE(j["elapsed_s"].get<double>(), 2.0);  // it counts from the CLI's start, builds included
+}
+
 TEST(ModelCli, VerifyCatchesAWrongKernel) {
   const Scratch scratch("model-wrong");
   const auto ws = profiled_and_extracted(scratch);
