@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 PARTS=${PARTS:-"profiles llama llama-7b-4l gpt2 bert hf-llama"}
 DEADLINE_S=${DEADLINE_S:-450}        # the whole script, from its start
-DECIDE_MODE=${DECIDE_MODE:-default}  # the mode plugging is decided in
+DECIDE_MODE=${DECIDE_MODE:-default,reduce-overhead}  # the modes plugging is decided in (each on its own)
 TOP=${TOP:-8}  # every operator of the compact LLaMA: in eager the small ones matter most
 OPTIMIZE_BUDGET=${OPTIMIZE_BUDGET:-}  # e.g. 60s: optimize each model's kernels before verify
 AK=$PWD/build-gpu/autokernel

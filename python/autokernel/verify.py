@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from . import loading
-from .decide import Bench, decide
+from .decide import MARGIN, Bench, decide
 from .loading import BridgeError
 from .replay import replay_timing
 from .runtime import custom_ops, manifest
@@ -73,20 +73,31 @@ def _modes(args, gpu):
         raise BridgeError(f"unknown --compile-modes {','.join(unknown)} (of {', '.join(COMPILE_MODES)}, or none)")
     if not gpu and "reduce-overhead" in modes:
         modes.remove("reduce-overhead")  # CUDA graphs: nothing to reduce on a CPU
-    decide_mode = args.mode if args.mode != "auto" else ("default" if gpu and "default" in modes else "eager")
-    if decide_mode != "eager" and decide_mode not in modes:
-        raise BridgeError(f"--mode {decide_mode} is not among the measured modes ({','.join(modes) or 'eager'})")
-    return ([decide_mode] if decide_mode != "eager" else []) + [m for m in modes if m != decide_mode], decide_mode
+    decide_modes = [m for m in args.mode.split(",") if m] if args.mode != "auto" else \
+        ["default" if gpu and "default" in modes else "eager"]
+    for mode in decide_modes:
+        if mode != "eager" and mode not in modes:
+            raise BridgeError(f"--mode {mode} is not among the measured modes ({','.join(modes) or 'eager'})")
+    decided = [m for m in decide_modes if m != "eager"]
+    return decided + [m for m in modes if m not in decided], decide_modes
 
 
 def _row(mode, base, ours, kept):
-    return {"mode": mode, "torch_us": ours.torch_us(base) if kept else base.us, "ours_us": ours.us if kept else base.us, "kernels": list(kept),
-            "compile_s": base.compile_s, "note": base.note or ours.note}
+    row = {"mode": mode, "torch_us": ours.torch_us(base) if kept else base.us, "ours_us": ours.us if kept else base.us,
+           "kernels": list(kept), "compile_s": base.compile_s, "note": base.note or ours.note}
+    if len(base.readings) > 1:
+        row["torch_readings_us"], row["ours_readings_us"] = base.readings, ours.readings
+        row["note"] = row["note"] or (f"medians of {len(base.readings)} alternating compiles: PyTorch "
+                                      + "/".join(f"{us:.0f}" for us in base.readings) + ", ours "
+                                      + "/".join(f"{us:.0f}" for us in ours.readings) + " µs")
+    return row
 
 
-def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
-    """Each mode's row: PyTorch alone, then with the kernels plugged in; in eager and in the
-    decide mode each kernel is decided (decide.py), the other modes take the decide mode's set."""
+def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
+    """Each mode's row: PyTorch alone, then with the kernels plugged in; in eager and in each
+    decide mode each kernel is decided (decide.py), the other modes take the first decide mode's
+    set."""
+    decide_mode = decide_modes[0]
     rows, outputs, decisions, final = [], [], {}, {}
     plugged = []
     for mode in ["eager"] + modes:
@@ -95,13 +106,17 @@ def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
                          "note": f"skipped: the budget ({bench.settings.budget_s:.0f} s) ran out"})
             continue
         base = bench.measure(mode)
-        if mode in ("eager", decide_mode):
+        if mode == "eager" or mode in decide_modes:
             kept, decisions[mode], ours = decide(bench, mode, candidates, base)
             if mode == decide_mode:
                 plugged = kept
         else:
             kept = plugged
             ours = bench.measure(mode, kept) if kept and bench.affordable(mode) else base
+        if mode != "eager" and kept and ours is not base and ours.us is not None and base.us is not None:
+            kept, ours = _confirmed(bench, mode, kept, base, ours, decisions.get(mode))
+            if mode == decide_mode:
+                plugged = kept
         final[mode] = ours
         rows.append(_row(mode, base, ours, kept if ours is not base else []))
         if mode == "eager" and candidates:
@@ -115,6 +130,21 @@ def _measure_all(bench, candidates, modes, decide_mode, reference, loaded):
             label = f"ours, {m.mode}, {len(m.kernels)} kernel{'s' if len(m.kernels) != 1 else ''}"
             outputs.extend(compare(reference, m.output, loaded.dtype, label))
     return rows, outputs, decisions, final
+
+
+def _confirmed(bench, mode, kept, base, ours, why):
+    """The kept set in a compiled mode after alternating readings of it and of PyTorch alone
+    (Bench.confirm): out again, with the readings as the reason, when their medians do not show
+    it faster. `why`: the mode's decisions, where it was decided (else None)."""
+    base, ours = bench.confirm(mode, kept, base, ours)
+    if ours.relative(base) < 1 - MARGIN:
+        return kept, ours
+    readings = (f"medians of {len(base.readings)} alternating readings: {ours.us:.0f} µs with them, "
+                f"{base.us:.0f} µs without")
+    for name in kept if why is not None else []:
+        why[name] = (False, f"faster once ({why[name][1]}), not in the {readings}")
+    base.note = f"not plugged: {readings}"
+    return [], base
 
 
 def kept_in(decisions, mode):
@@ -135,16 +165,17 @@ def verify(args, progress):
         raise BridgeError(str(e)) from None
     candidates = [k.name for k in registered]
     gpu = loaded.device.type == "cuda"
-    modes, decide_mode = _modes(args, gpu)
+    modes, decide_modes = _modes(args, gpu)
+    decide_mode = decide_modes[0]
     custom_ops.define()
     implementation = "C++" if TABLE.native is not None else "Python (no native kernels)"
     progress(f"verifying {model['spec']} with {len(candidates)} candidate kernels on {loaded.device}; "
-             f"plugging decided in mode {decide_mode}; modes: eager{''.join(', ' + m for m in modes)}; "
+             f"plugging decided in mode {', '.join(decide_modes)}; modes: eager{''.join(', ' + m for m in modes)}; "
              f"custom ops in {implementation}")
     reference = loading.run_model(loaded)
     bench = Bench(loaded, Settings(args.warmup, args.iterations, args.budget, not args.no_decide), progress,
                   started=args.started)
-    rows, outputs, decisions, final = _measure_all(bench, candidates, modes, decide_mode, reference, loaded)
+    rows, outputs, decisions, final = _measure_all(bench, candidates, modes, decide_modes, reference, loaded)
     kept = kept_in(decisions, "eager")
     replay, graph_outputs = {}, []
     if gpu and bench.affordable("eager"):
@@ -159,7 +190,8 @@ def verify(args, progress):
         "device": {"type": loaded.device.type, "name": device_name(loaded.device)},
         "torch": torch.__version__,
         "passed": all(row["ok"] for row in outputs + graph_outputs),
-        "decide_mode": decide_mode,
+        "decide_mode": decide_mode,  # the first: what export plugs
+        "decide_modes": decide_modes,
         "custom_ops": "native" if TABLE.native is not None else "python",
         "outputs": outputs + graph_outputs,
         "sites": [vars(s) for s in eager_final.sites],
@@ -198,7 +230,8 @@ def add_arguments(parser):
     parser.add_argument("--compile-modes", default=",".join(COMPILE_MODES),
                         help="torch.compile modes to time, comma-separated, or none")
     parser.add_argument("--mode", default="auto",
-                        help="the mode plugging is decided in: eager or a compile mode (auto: default on a GPU)")
+                        help="the mode plugging is decided in: eager or a compile mode, or several comma-separated "
+                             "(each decided on its own; the first is what export plugs; auto: default on a GPU)")
     parser.add_argument("--no-decide", action="store_true",
                         help="plug every candidate in, without timing decisions (to check outputs)")
     parser.add_argument("--budget", type=float, default=0.0,

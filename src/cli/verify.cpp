@@ -65,9 +65,13 @@ void print_outputs(const json& v) {
 }
 
 void print_kernels(const json& v) {
+  // A column per mode plugging was decided in (eager always); the reason is the first mode's.
   const std::string decide = v["decide_mode"];
-  std::vector<std::string> header = {"kernel", "op", "problem", "dtype", "eager"};
-  if (decide != "eager") header.push_back(decide);
+  std::vector<std::string> modes = {"eager"};
+  for (const auto& m : v.value("decide_modes", json::array({decide})))
+    if (m != "eager") modes.push_back(m);
+  std::vector<std::string> header = {"kernel", "op", "problem", "dtype"};
+  header.insert(header.end(), modes.begin(), modes.end());
   header.push_back("why");
   std::vector<std::vector<std::string>> rows = {header};
   for (const auto& k : v["kernels"]) {
@@ -76,8 +80,8 @@ void print_kernels(const json& v) {
       return d.contains(mode) ? (d[mode]["in"].get<bool>() ? "in" : "out") : (k["candidate"] ? "-" : "no");
     };
     const std::string why = d.contains(decide) ? d[decide]["why"].get<std::string>() : k.value("why", "");
-    rows.push_back({k["name"], k["op"], k["problem"], k["dtype"], in("eager")});
-    if (decide != "eager") rows.back().push_back(in(decide));
+    rows.push_back({k["name"], k["op"], k["problem"], k["dtype"]});
+    for (const auto& mode : modes) rows.back().push_back(in(mode));
     rows.back().push_back(why);
   }
   print_table(std::cout, rows, std::vector<bool>(header.size(), false));
@@ -113,8 +117,12 @@ void print_timing(const json& v) {
                     ratio(replay["eager_us"], replay.value("ours_us", json())),
                     std::to_string(replay["kernels"].size()), replay.value("ours_note", "")});
   print_table(std::cout, rows, {false, true, true, true, true, false});
-  std::cout << "plugging decided by timing the whole model in mode " << v["decide_mode"].get<std::string>()
-            << "; verify took " << duration(v["elapsed_s"].get<double>()) << "\n";
+  std::string decided;
+  for (const auto& m : v.value("decide_modes", json::array({v["decide_mode"]})))
+    decided += (decided.empty() ? "" : ", ") + m.get<std::string>();
+  std::cout << "plugging decided by timing the whole model in mode " << decided
+            << " (other modes take the first's kernels); verify took "
+            << duration(v["elapsed_s"].get<double>()) << "\n";
 }
 
 std::string first_mismatch(const json& v) {
@@ -234,8 +242,9 @@ Command verify_command() {
                        "torch.compile modes to time (comma-separated), or none")
             ->capture_default_str();
         app.add_option("--mode", o->mode,
-                       "the mode you run the model in, where plugging is decided: eager or a compile mode "
-                       "(auto: default on a GPU, eager on the CPU)")
+                       "the mode you run the model in, where plugging is decided: eager or a compile mode, "
+                       "or several comma-separated, each decided on its own (the first is what export "
+                       "plugs; auto: default on a GPU, eager on the CPU)")
             ->capture_default_str();
         app.add_option("--plug", o->plug,
                        "passed: the kernels that passed the harness in the run (without a run: all) are "

@@ -125,6 +125,11 @@ void check_device_idle_between_launches(const Runtime& runtime, const std::vecto
 
 }  // namespace
 
+double median_standard_error(const std::vector<double>& samples) {
+  if (samples.size() < 2 || median_of(samples) <= 0) return 1.0;
+  return 1.2533 * relative_spread(samples) / std::sqrt(static_cast<double>(samples.size()));
+}
+
 JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
                                size_t sample_count, int rounds) {
   // As many reads as a timed batch's samples, spread as widely: each of those lands on a page of
@@ -169,9 +174,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
     launcher_batches.push_back(batch.launcher_us);
     most_reads = std::max(most_reads, batch.reads);
     const int n = static_cast<int>(samples.size());
-    const double median = median_of(samples);
-    const double standard_error =
-        median > 0 ? 1.2533 * relative_noise(samples) / std::sqrt(static_cast<double>(n)) : 1.0;
+    const double standard_error = median_standard_error(samples);
     if (n >= options.max_samples) break;
     if (n >= options.min_samples && (standard_error <= options.target_noise ||
                                      seconds_between(start, Clock::now()) > options.max_seconds))

@@ -52,5 +52,11 @@ double relative_noise(const std::vector<double>& samples);
 // 1.4826 * the median absolute deviation, over the median: a robust relative spread, equal to
 // relative_noise for normal samples (0 for fewer than two).
 double relative_spread(std::vector<double> samples);
+// The relative standard error of the median, from the robust spread: what the judge's stopping
+// rule holds under target_noise. From the standard deviation instead, a few batches stalled for
+// milliseconds (two GPUs starting at once, 2026-11-26) kept a 72 us kernel timing for its whole
+// max_seconds though they do not move the median. 1 (not yet known) for fewer than two samples
+// or a median that is not positive (a calibration subtracted too much).
+double median_standard_error(const std::vector<double>& samples);
 
 }  // namespace ak

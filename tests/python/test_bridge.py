@@ -238,5 +238,54 @@ class Decide(unittest.TestCase):
         self.assertIn("faster alone, but the model takes 3500 µs (PyTorch 3669 µs) with b instead", why["c"][1])
 
 
+class CompiledRounds(unittest.TestCase):
+    """A compiled mode's row is the median of alternating readings of PyTorch alone and of ours
+    (one reading of PyTorch alone under torch.compile read 4511 µs, another 3435, same GPU type),
+    and a set that the medians do not show faster is not plugged."""
+
+    @staticmethod
+    def bench(readings):
+        from autokernel.decide import Bench, Measurement
+        from autokernel.verify import Settings
+
+        class Scripted(Bench):
+            def measure(self, mode, kernels=(), traced_only=False):
+                self.order.append(tuple(kernels))
+                return Measurement(mode, tuple(kernels), us=readings.pop(0))
+
+        bench = Scripted(None, Settings(warmup=1, iterations=1, budget_s=0), lambda line: None)
+        bench.order = []
+        return bench
+
+    def test_a_win_that_holds_is_kept_with_the_medians(self):
+        from autokernel.decide import Measurement
+        from autokernel.verify import _confirmed, _row
+
+        bench = self.bench([3440.0, 3400.0, 3435.0, 3390.0])
+        why = {"mm": (True, "alone, the model takes 3248 µs (PyTorch 4511 µs)")}
+        base, ours = Measurement("default", (), us=4511.0), Measurement("default", ("mm",), us=3248.0)
+        kept, final = _confirmed(bench, "default", ["mm"], base, ours, why)
+        self.assertEqual(kept, ["mm"])
+        self.assertEqual((base.us, final.us), (3440.0, 3390.0))
+        self.assertEqual(bench.order, [(), ("mm",), (), ("mm",)])  # alternating
+        row = _row("default", base, final, kept)
+        self.assertEqual(row["torch_readings_us"], [4511.0, 3440.0, 3435.0])
+        self.assertIn("medians of 3 alternating compiles", row["note"])
+
+    def test_a_win_read_once_against_a_slow_reading_is_not_plugged(self):
+        from autokernel.decide import Measurement
+        from autokernel.verify import _confirmed
+
+        bench = self.bench([3440.0, 3450.0, 3435.0, 3445.0])
+        why = {"mm": (True, "alone, the model takes 3248 µs (PyTorch 4511 µs)")}
+        base = Measurement("default", (), us=4511.0)
+        kept, final = _confirmed(bench, "default", ["mm"], base, Measurement("default", ("mm",), us=3248.0), why)
+        self.assertEqual(kept, [])
+        self.assertIs(final, base)
+        self.assertFalse(why["mm"][0])
+        self.assertIn("not in the medians of 3 alternating readings: 3445 µs with them, 3440 µs without", why["mm"][1])
+        self.assertIn("not plugged", base.note)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "cli_runner.h"
 #include "core/registry.h"
@@ -66,6 +67,25 @@ TEST_F(JudgeTiming, ASlowerCalibrationAfterTheModuleIsLoadedIsNotBelieved) {
   EXPECT_DOUBLE_EQ(report.batch_overhead_us, real.empty_batch_s * 1e6);
   EXPECT_DOUBLE_EQ(report.batch_overhead_after_us, slowed.empty_batch_s * 1e6);
   EXPECT_GT(report.median_us, 0);
+}
+
+// The stopping rule: samples of a 72 us kernel within 1%, three of whose batches stalled for
+// milliseconds. The standard deviation says the median is not known to 0.5% after 100 samples,
+// and the judge went on to its time limit (two GPUs starting at once); the median's own error,
+// from the robust spread, says it is.
+TEST(JudgeStopping, AFewStalledBatchesDoNotKeepTheJudgeTimingToItsLimit) {
+  std::vector<double> samples;
+  for (int i = 0; i < 100; ++i) samples.push_back(72e-6 * (1.0 + 0.01 * ((i % 7) - 3) / 3.0));
+  for (int i = 0; i < 3; ++i) samples.push_back(6e-3);
+  const double from_deviation = 1.2533 * relative_noise(samples) / std::sqrt(double(samples.size()));
+  EXPECT_GT(from_deviation, 0.05);
+  EXPECT_LT(median_standard_error(samples), 0.005);
+  EXPECT_GT(median_standard_error(samples), 0.0);
+}
+
+TEST(JudgeStopping, NothingIsKnownFromOneSampleOrANonPositiveMedian) {
+  EXPECT_EQ(median_standard_error({72e-6}), 1.0);
+  EXPECT_EQ(median_standard_error({-1e-6, -2e-6, -1.5e-6, 1e-6}), 1.0);  // a calibration over the batch
 }
 
 }  // namespace
