@@ -260,9 +260,9 @@ double KernelSession::expected_next_seconds() const {
   return measure_seconds_.mean() * (1 + queued);
 }
 
-void KernelSession::prebuild(bool measure_baseline) {
+void KernelSession::prebuild(bool measure_first) {
   if (proposes_ahead()) refill(builds_ahead());
-  if (!has_result() && measure_baseline && in_order_.empty() && !pipeline_.empty()) {
+  if (measure_first && in_order_.empty() && !pipeline_.empty()) {
     defer_records_ = true;
     submit_next();
     defer_records_ = false;

@@ -51,10 +51,11 @@ class KernelSession {
   // Starts the builds of the first candidates now, before run(), while another session's last
   // measurements finish: the workers then need not wait for them at the switch. Only for a
   // proposer that can propose ahead (the search; an agent edits the file and is asked in turn).
-  // With `measure_baseline`, a starter not yet timed is also built and sent to be measured (on a
-  // worker the last session leaves free): baselines then run side by side. Its result is recorded
-  // by run(), in order.
-  void prebuild(bool measure_baseline = false);
+  // With `measure_first`, the first candidate (a starter not yet timed: its baseline) is also
+  // sent to be measured, on a worker the last session leaves free: baselines then run side by
+  // side, and at a switch no worker idles while the last kernel's final measurements finish. Its
+  // result is recorded by run(), in order (or, for a wrong guess, when the driver runs it down).
+  void prebuild(bool measure_first = false);
 
   // Seconds from this session's start to its first result (building, drawing the kernel's
   // references, measuring): what the next kernel's first experiment is likely to take. 0 if none.

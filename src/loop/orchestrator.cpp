@@ -84,9 +84,10 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
       if (session_over(kernel_start_s)) return;
       if (KernelState* guess = pick_next(state, kernel)) {
         next = std::make_unique<KernelSession>(state, *guess, env, clock, &others);
-        // Another kernel's baseline alongside this one's on a free worker; not on a budget counted
-        // in experiments, which it could overrun.
-        next->prebuild(baseline_session && env.session_max_experiments == 0);
+        // Its first experiment (a baseline, or the first of its search) on a worker this one's
+        // last measurements leave free; not on a budget counted in experiments, which it could
+        // overrun. A wrong guess's experiment is recorded all the same (finish_off).
+        next->prebuild(env.session_max_experiments == 0);
       }
     };
     session->run(

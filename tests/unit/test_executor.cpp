@@ -326,6 +326,34 @@ TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
   EXPECT_EQ(rows.size(), executor.measured.size()) << "a measurement went unrecorded";
 }
 
+// On a time budget with two workers, at a switch the next kernel's first search experiment is
+// measured while the last kernel's final ones finish: no worker idles for the switch.
+TEST(Executor, TheNextKernelsFirstSearchIsMeasuredWhileTheLastOnesFinish) {
+  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {150, 150};
+  LoopRun run = start_loop("executor-switch", true);
+  LoopEnvironment env;
+  env.workspace = run.ws;
+  env.backend = Backend::Host;
+  env.executor = &executor;
+  env.session_budget_s = 30.0;
+  run_loop(run.state, env);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_GT(rows.size(), 4u);
+  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
+  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
+  const auto problem = [](const std::string& kernel) { return kernel == "sum" ? "48x1024" : "48x512"; };
+  const auto& events = executor.events;
+  const auto last_measured =
+      std::find(events.rbegin(), events.rend(), "measured " + std::string(problem(searched))).base() -
+      events.begin() - 1;
+  const auto baseline = std::find(events.begin(), events.end(), "start " + std::string(problem(other)));
+  const auto first_search = std::find(baseline + 1, events.end(), "start " + std::string(problem(other)));
+  EXPECT_LT(first_search - events.begin(), last_measured)
+      << other << "'s first search started only after " << searched << "'s last measurement";
+  EXPECT_EQ(rows.size(), executor.measured.size()) << "a measurement went unrecorded";
+}
+
 // Measurements of 400 ms on one worker and a budget of 2 s: the loop starts none that its
 // measurements so far say would end past the budget (starting while any time was left, two in
 // flight, it ended up to 0.8 s late), and still uses the budget.
