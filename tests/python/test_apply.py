@@ -135,6 +135,30 @@ class Inductor(unittest.TestCase):
             TABLE.remove(kernel)
 
 
+class CompiledResidual(WithKernels):
+    def test_under_compile_the_residual_stream_is_computed_once(self):
+        """The norm takes the model's [batch, seq, width] activation itself (ops.py, flat_rows). Given
+        a reshape of it, Inductor copied the reshape of the unrealized residual add into a buffer of
+        its own and every later layer recomputed the add from the embedding on."""
+        import re
+
+        from torch._inductor.utils import run_and_get_code
+
+        expected = self.eager()
+        autokernel.apply(self.model, self.inputs, ops=["rmsnorm"])
+        torch._dynamo.reset()
+        TABLE.reset_counts()
+        with torch.no_grad():
+            got, (code, *_) = run_and_get_code(torch.compile(self.model, fullgraph=True), *self.inputs)
+        self.assertLess(relative_error(expected[0], tensors(got)[0]), 1e-5)
+        self.assertGreater(sum(TABLE.calls.values()), 2)
+        # Kernels Inductor generated that gather from the embedding: the first norm's input and the
+        # first residual add. Before, the input of every later norm too.
+        gathers = set(re.findall(r"(cpp_fused\w*embedding\w*)\(", code))
+        self.assertGreater(len(gathers), 0, code)
+        self.assertLessEqual(len(gathers), 2, gathers)
+
+
 class Environment(unittest.TestCase):
     """Kernels built with another CUDA or PyTorch are refused with the reason (manifest.py)."""
 
@@ -352,13 +376,34 @@ class CustomOps(unittest.TestCase):
                 self.assertTrue(all(r == "SUCCESS" for r in results.values()), results)
                 outputs = custom_ops.op(op)(*args)
                 first = outputs[0] if isinstance(outputs, tuple) else outputs
-                grads = torch.autograd.grad(first.sum(), [a for a in args if isinstance(a, torch.Tensor)
-                                                          and a.requires_grad])
-                expected = reference.REFERENCES[op](*args)[0]
-                expected_grads = torch.autograd.grad(expected.sum(), [a for a in args if isinstance(a, torch.Tensor)
+                # A weighted sum: the gradient of softmax's plain sum is zero, and two roundings of
+                # zero are not comparable by relative error.
+                weights = torch.randn(first.shape, generator=torch.Generator().manual_seed(5))
+                grads = torch.autograd.grad((first * weights).sum(), [a for a in args if isinstance(a, torch.Tensor)
                                                                       and a.requires_grad])
+                expected = reference.REFERENCES[op](*args)[0]
+                expected_grads = torch.autograd.grad((expected * weights).sum(),
+                                                     [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad])
                 for g, e in zip(grads, expected_grads, strict=True):
                     self.assertLess(relative_error(e, g), 1e-5)
+
+    def test_a_norm_takes_leading_dimensions_as_rows(self):
+        """flat_rows: a contiguous [2, 4, 6] input is the kernel's 8 rows (its output [8, 6]), its
+        gradient comes back in the input's shape; a non-contiguous one runs as it is."""
+        x = torch.randn(2, 4, 6, requires_grad=True)
+        weight = torch.randn(6, requires_grad=True)
+        y = custom_ops.op("rmsnorm")(x, weight, 1e-6)
+        self.assertEqual(tuple(y.shape), (8, 6))
+        expected = reference.REFERENCES["rmsnorm"](x.reshape(8, 6), weight, 1e-6)[0]
+        self.assertLess(relative_error(expected, y), 1e-6)
+        (gx,) = torch.autograd.grad((y * y).sum(), [x])
+        self.assertEqual(gx.shape, x.shape)
+        (ex,) = torch.autograd.grad((expected * expected).sum(), [x])
+        self.assertLess(relative_error(ex, gx), 1e-5)
+        strided = torch.randn(4, 2, 6).transpose(0, 1)
+        self.assertEqual(tuple(custom_ops.op("rmsnorm")(strided, weight.detach(), 1e-6).shape), (2, 4, 6))
+        results = torch.library.opcheck(custom_ops.op("rmsnorm"), (x, weight, 1e-6))
+        self.assertTrue(all(r == "SUCCESS" for r in results.values()), results)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def _single_or_tuple(outputs):
 
 
 def _kernel_or_reference(spec, count, reference, args):
+    args = spec.as_rows(args[:count]) + list(args[count:])
     outputs = TABLE.run(spec, args[:count], args[count:])
     if outputs is None:
         outputs = reference(*args)
@@ -48,7 +49,7 @@ def _fake(spec):
     count = len(spec.inputs)
 
     def shapes_only(*args):
-        return _single_or_tuple(spec.allocate(list(args[:count])))
+        return _single_or_tuple(spec.allocate(spec.as_rows(args[:count])))
 
     return shapes_only
 
@@ -60,7 +61,8 @@ def _setup_context(spec):
         outputs = list(output) if isinstance(output, tuple) else [output]
         ctx.scalars = list(inputs[count:])
         ctx.counts = (count, len(outputs))
-        ctx.save_for_backward(*inputs[:count], *outputs)
+        ctx.first_shape = inputs[0].shape  # its gradient's, where the kernel took it as rows
+        ctx.save_for_backward(*spec.as_rows(inputs[:count]), *outputs)
 
     return setup
 
@@ -72,7 +74,9 @@ def _backward(spec):
         saved = ctx.saved_tensors
         count, _ = ctx.counts
         tensors, outputs = list(saved[:count]), list(saved[count:])
-        input_grads = formula(tensors, ctx.scalars, outputs, list(grads))
+        input_grads = list(formula(tensors, ctx.scalars, outputs, list(grads)))
+        if input_grads[0] is not None:
+            input_grads[0] = input_grads[0].reshape(ctx.first_shape)
         # No gradient for an input that does not want one (targets, a frozen weight).
         needs = ctx.needs_input_grad
         input_grads = [g if needs[i] else None for i, g in enumerate(input_grads)]

@@ -31,7 +31,9 @@ def _emit_norm(op, x, params, eps, out_dtype, n=None):
     x_dtype, device = dtype(x), val(x).device
 
     def emit(e):
-        tensors = [e.rows(x, rows, n)]
+        # Over the last dimension the op takes x as it is (ops.py, flat_rows): no reshape for
+        # Inductor to copy an unrealized residual add into.
+        tensors = [e.contiguous(x) if n == shape(x)[-1] else e.rows(x, rows, n)]
         for param, fill in params:
             if param is None:
                 param = e(aten.full.default, [n], fill, dtype=x_dtype, device=device)
