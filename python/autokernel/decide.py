@@ -68,15 +68,15 @@ class Measurement:
         return self.us / reference if self.us is not None and reference else None
 
 
-def _clone(output):
+def clone_output(output):
     if isinstance(output, torch.Tensor):
         return output.detach().clone()
     if isinstance(output, dict):
-        return {k: _clone(v) for k, v in output.items()}
+        return {k: clone_output(v) for k, v in output.items()}
     if isinstance(output, (tuple, list)):
-        return type(output)(_clone(v) for v in output) if not hasattr(output, "_fields") else output
+        return type(output)(clone_output(v) for v in output) if not hasattr(output, "_fields") else output
     if hasattr(output, "to_tuple"):  # a Hugging Face ModelOutput
-        return tuple(_clone(v) for v in output.to_tuple())
+        return tuple(clone_output(v) for v in output.to_tuple())
     return output
 
 
@@ -173,7 +173,7 @@ class Bench:
         else:
             m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
         TABLE.reset_counts()
-        m.output = _clone(forward())
+        m.output = clone_output(forward())
         m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)
 
     def _arm(self):

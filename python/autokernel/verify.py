@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from . import loading
-from .decide import MARGIN, Bench, decide
+from .decide import MARGIN, Bench, clone_output, decide
 from .loading import BridgeError
 from .replay import replay_timing
+from .runtime import apply as applying
 from .runtime import custom_ops, manifest
 from .runtime.kernel_table import TABLE
 from .timing import COMPILE_MODES, device_name
@@ -129,7 +130,26 @@ def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
         if m.output is not None:
             label = f"ours, {m.mode}, {len(m.kernels)} kernel{'s' if len(m.kernels) != 1 else ''}"
             outputs.extend(compare(reference, m.output, loaded.dtype, label))
+    if candidates and not outputs:
+        outputs = _untimed_check(bench, candidates, reference, loaded)
     return rows, outputs, decisions, final
+
+
+def _untimed_check(bench, candidates, reference, loaded):
+    """The outputs with every candidate in, from one eager forward pass outside the budget: the
+    budget bounds the timing, never whether the kernels were checked (a run whose optimize stage
+    overran left verify 8 s, and its one measurement with the kernels was stopped)."""
+    model = loaded.model
+    applying.restore(model)
+    bench.traced = bench.traced or applying.trace(model, loaded.inputs)
+    applying.apply(model, kernels=candidates, traced=bench.traced)
+    try:
+        with torch.no_grad():
+            output = clone_output(model(*loaded.inputs))
+    finally:
+        applying.restore(model)
+    bench.progress(f"checked the outputs with the {len(candidates)} candidates untimed: the budget ran out first")
+    return compare(reference, output, loaded.dtype, f"ours, eager, {len(candidates)} kernels, untimed")
 
 
 def _confirmed(bench, mode, kept, base, ours, why):

@@ -161,12 +161,14 @@ LoopRun start_loop(const std::string& name, bool second = false) {
   return run;
 }
 
-void run_with(LoopRun& run, Executor& executor, int experiments) {
+// The loop with a budget of `experiments` and one of `seconds` (0: none).
+void run_with(LoopRun& run, Executor& executor, int experiments, double seconds = 0) {
   LoopEnvironment env;
   env.workspace = run.ws;
   env.backend = Backend::Host;
   env.executor = &executor;
   env.session_max_experiments = experiments;
+  env.session_budget_s = seconds;
   run_loop(run.state, env);
 }
 
@@ -306,12 +308,7 @@ TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
   ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {300, 300};
   LoopRun run = start_loop("executor-baselines", true);
-  LoopEnvironment env;
-  env.workspace = run.ws;
-  env.backend = Backend::Host;
-  env.executor = &executor;
-  env.session_budget_s = 1.0;
-  run_loop(run.state, env);
+  run_with(run, executor, 0, 1.0);
   const auto rows = read_results(run.ws / kResultsFile);
   ASSERT_GE(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("name"), "sum");
@@ -332,12 +329,7 @@ TEST(Executor, TheNextKernelsFirstSearchIsMeasuredWhileTheLastOnesFinish) {
   ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {150, 150};
   LoopRun run = start_loop("executor-switch", true);
-  LoopEnvironment env;
-  env.workspace = run.ws;
-  env.backend = Backend::Host;
-  env.executor = &executor;
-  env.session_budget_s = 30.0;
-  run_loop(run.state, env);
+  run_with(run, executor, 0, 30.0);
   const auto rows = read_results(run.ws / kResultsFile);
   ASSERT_GT(rows.size(), 4u);
   const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
@@ -361,13 +353,8 @@ TEST(Executor, ATimeBudgetStartsNoExperimentThatWouldEndPastIt) {
   ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {400};
   LoopRun run = start_loop("executor-deadline");
-  LoopEnvironment env;
-  env.workspace = run.ws;
-  env.backend = Backend::Host;
-  env.executor = &executor;
-  env.session_budget_s = 2.0;
   const auto start = std::chrono::steady_clock::now();
-  run_loop(run.state, env);
+  run_with(run, executor, 0, 2.0);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 2.0 + 0.2);
   EXPECT_GE(read_results(run.ws / kResultsFile).size(), 3u);
