@@ -160,9 +160,7 @@ class Bench:
         applying.restore(model)
         reset_compiled(compiling=mode != "eager")
         if kernels or traced_only:
-            self.traced = self.traced or applying.trace(model, inputs)
-            applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
-            report = applying.report(model)
+            report = self.apply(kernels, traced_only)
             m.sites = report.sites if report else []
         forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
         if mode != "eager":
@@ -175,6 +173,14 @@ class Bench:
         TABLE.reset_counts()
         m.output = clone_output(forward())
         m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)
+
+    def apply(self, kernels, traced_only=False):
+        """The model with `kernels` applied (traced_only: its traced graph, PyTorch's ops), from the
+        one tracing every kernel set shares; its apply report."""
+        model = self.loaded.model
+        self.traced = self.traced or applying.trace(model, self.loaded.inputs)
+        applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
+        return applying.report(model)
 
     def _arm(self):
         """A timer that raises BudgetSpent in this thread when the budget ends. Only the main
@@ -206,9 +212,10 @@ class Bench:
         reading of PyTorch alone read 4511 µs where another, on the same H200 type, read 3435.
         Returns the two measurements with their times the medians of all their readings."""
         readings = {"torch": [base.us], "ours": [ours.us]}
+        budget = self.settings.budget_s
         for _ in range(COMPILED_ROUNDS - 1):
-            if not self.affordable(mode) or self.elapsed() + 2 * self.estimate(mode) > self.settings.budget_s > 0:
-                break
+            if self.spent or (budget > 0 and self.elapsed() + 2 * self.estimate(mode) > budget):
+                break  # a round is two measurements
             again, again_ours = self.measure(mode), self.measure(mode, kernels)
             if again.us is None or again_ours.us is None:
                 break
@@ -226,7 +233,7 @@ class Bench:
             ours.append(median_us(device, forward, self.settings.warmup, self.settings.iterations))
             applying.restore(model)
             alone.append(median_us(device, forward, self.settings.warmup, self.settings.iterations))
-            applying.apply(model, kernels=kernels, traced=self.traced, keep_traced=traced_only)
+            self.apply(kernels, traced_only)
         return statistics.median(ours), statistics.median(alone)
 
 

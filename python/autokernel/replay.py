@@ -44,8 +44,7 @@ def replay_timing(bench, reference, kernels, compare):
     _replayed(bench, "eager", timing)
     if not kernels:
         return timing, []
-    bench.traced = bench.traced or applying.trace(model, bench.loaded.inputs)
-    applying.apply(model, kernels=kernels, traced=bench.traced)
+    bench.apply(kernels)
     try:
         output = _replayed(bench, "ours", timing)
     finally:

@@ -141,8 +141,7 @@ def _untimed_check(bench, candidates, reference, loaded):
     overran left verify 8 s, and its one measurement with the kernels was stopped)."""
     model = loaded.model
     applying.restore(model)
-    bench.traced = bench.traced or applying.trace(model, loaded.inputs)
-    applying.apply(model, kernels=candidates, traced=bench.traced)
+    bench.apply(candidates)
     try:
         with torch.no_grad():
             output = clone_output(model(*loaded.inputs))

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <numeric>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -30,15 +31,27 @@ double median_of_sorted(const std::vector<double>& sorted) {
   return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
-}  // namespace
-
-double relative_spread(std::vector<double> samples) {
-  if (samples.size() < 2) return 0.0;
+// The median, and 1.4826 times the median absolute deviation (for two or more samples).
+std::pair<double, double> median_and_spread(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const double median = median_of_sorted(samples);
   for (double& s : samples) s = std::abs(s - median);
   std::sort(samples.begin(), samples.end());
-  return median > 0 ? 1.4826 * median_of_sorted(samples) / median : 0.0;
+  return {median, 1.4826 * median_of_sorted(samples)};
+}
+
+}  // namespace
+
+double relative_spread(std::vector<double> samples) {
+  if (samples.size() < 2) return 0.0;
+  const auto [median, spread] = median_and_spread(std::move(samples));
+  return median > 0 ? spread / median : 0.0;
+}
+
+double median_standard_error(const std::vector<double>& samples) {
+  if (samples.size() < 2) return 1.0;
+  const auto [median, spread] = median_and_spread(samples);
+  return median > 0 ? 1.2533 * spread / median / std::sqrt(static_cast<double>(samples.size())) : 1.0;
 }
 
 namespace {
@@ -124,11 +137,6 @@ void check_device_idle_between_launches(const Runtime& runtime, const std::vecto
 }
 
 }  // namespace
-
-double median_standard_error(const std::vector<double>& samples) {
-  if (samples.size() < 2 || median_of(samples) <= 0) return 1.0;
-  return 1.2533 * relative_spread(samples) / std::sqrt(static_cast<double>(samples.size()));
-}
 
 JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
                                size_t sample_count, int rounds) {

@@ -183,8 +183,7 @@ double longest_experiment_seconds(const std::filesystem::path& results) {
       const auto at = line.find(key);
       return at == std::string::npos ? 0.0 : std::atof(line.c_str() + at + key.size());
     };
-    longest = std::max(longest, number_after(" compile=") + number_after(" total="));
-    longest = std::max(longest, number_after("\tcompile=") + number_after(" total="));
+    longest = std::max(longest, number_after("compile=") + number_after(" total="));
   }
   return longest;
 }
