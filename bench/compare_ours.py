@@ -77,8 +77,14 @@ def tuned_module(ak, backend, op, shape, dtype, budget):
 
 def checked_module(ak, backend, op, config, shape, dtype):
     """(module path, None) of the starter with `config` ("NAME=VALUE ...") written in as its
-    defaults, built and passed by `autokernel bench --quick` on `shape`; (None, why) otherwise."""
+    defaults, built and passed by `autokernel bench --quick` on `shape`; (None, why) otherwise.
+    A `file=PATH` item in the config takes that kernel file instead of the starter (a baseline
+    kept from an earlier tree, for A/B columns in one process)."""
     kernel = kernel_path(backend, op)
+    files = [item.split("=", 1)[1] for item in config.split() if item.startswith("file=")]
+    if files:
+        kernel = pathlib.Path(files[0])
+        config = " ".join(item for item in config.split() if not item.startswith("file="))
     with tempfile.TemporaryDirectory() as tmp:
         configured = pathlib.Path(tmp) / kernel.name
         configured.write_text(with_defaults(kernel.read_text(), config, backend))

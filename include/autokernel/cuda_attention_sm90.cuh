@@ -13,6 +13,8 @@
 // adjacent 8-column groups of a wgmma result, so probabilities feed P V without moving.
 #pragma once
 
+#include <algorithm>
+
 #include "autokernel/cuda_attention.cuh"
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_sm90.cuh"
@@ -93,32 +95,81 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_PINGPONG
 #define AK_ATTENTION_PINGPONG 0
 #endif
+// Persistent (1): one block per SM walks its share of the work items (query tiles of a head, see
+// Work), so that the producer loads the next item's Q and first K/V tiles while the consumers
+// finish and store the current one; 0: one block per unit of items, scheduled by the hardware.
+#ifndef AK_ATTENTION_PERSISTENT
+#define AK_ATTENTION_PERSISTENT 0
+#endif
 constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
-constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0;
+constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
 // dimension D (64 or 128) in D / 64 slabs of 64 columns:
-//   Q        the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand; SBO 1024)
-//   stage s  K: slabs as Q (K-major B operand); V: boxes of 64 keys x 64 columns, box (key half
-//            kh, column slab dh) at kh * kVHalfBytes + 8192 dh (MN-major B operand: LBO 8192 to
-//            the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
-//   barriers q_full, full[kStages], empty[kStages]
-constexpr int kSlabBytes = 128 * 128, kBoxBytes = 64 * 128;
+//   Q buffer i  the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand;
+//               SBO 1024); two buffers where they fit beside the ring, so that the next item's
+//               Q loads while the current one is still read
+//   stage s     K: slabs as Q (K-major B operand); V: boxes of 64 keys x 64 columns, box (key half
+//               kh, column slab dh) at kh * kVHalfBytes + 8192 dh (MN-major B operand: LBO 8192 to
+//               the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
+//   barriers    q_full[kQBuffers], q_empty[kQBuffers], full[kStages], empty[kStages]
+constexpr int kSlabBytes = 128 * 128, kBoxBytes = 64 * 128, kSmemLimit = 232448;
 template <int D>
 struct Layout {
   static_assert(D == 64 || D == 128, "the wgmma variant takes D = 64 or 128");
   static constexpr int kSlabs = D / 64, kQBytes = kSlabs * kSlabBytes, kKBytes = kQBytes;
   static constexpr int kVHalfBytes = kSlabs * kBoxBytes;  // the boxes of 64 keys across D
   static constexpr int kStageBytes = kKBytes + 2 * kVHalfBytes;
-  static constexpr int kSmemBytes = kQBytes + kStages * kStageBytes + (1 + 2 * kStages) * 8 + 1024;
-  static_assert(kStages >= 2 && kSmemBytes <= 232448,
+  static constexpr int bytes(int q_buffers) {
+    return q_buffers * kQBytes + kStages * kStageBytes + 2 * (q_buffers + kStages) * 8 + 1024;
+  }
+  static constexpr int kQBuffers = bytes(2) <= kSmemLimit ? 2 : 1;
+  static constexpr int kSmemBytes = bytes(kQBuffers);
+  static constexpr int kRingBytes = kQBuffers * kQBytes;  // the K/V ring starts here
+  static_assert(kStages >= 2 && kSmemBytes <= kSmemLimit,
                 "the K/V ring must fit the 227 KB a block may opt into");
+};
+
+// The barriers at `base`: the Q ring's, then the K/V ring's (each ring as init_ring lays it out).
+template <int D>
+struct Barriers {
+  uint32_t base;
+  static constexpr int kQ = Layout<D>::kQBuffers;
+  __device__ __forceinline__ uint32_t q_full(int i) const { return base + (i % kQ) * 8; }
+  __device__ __forceinline__ uint32_t q_empty(int i) const { return base + (kQ + i % kQ) * 8; }
+  __device__ __forceinline__ uint32_t full(int slot) const { return base + (2 * kQ + slot % kStages) * 8; }
+  __device__ __forceinline__ uint32_t empty(int slot) const {
+    return base + (2 * kQ + kStages + slot % kStages) * 8;
+  }
+  // The parity of the phase that use number n of a ring position completes (n = index / depth).
+  __device__ __forceinline__ static uint32_t q_phase(int i) { return (i / kQ) & 1; }
+  __device__ __forceinline__ static uint32_t phase(int slot) { return (slot / kStages) & 1; }
 };
 
 struct Problem {
   int seq, group;
-  float scale_log2;
+  float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
   bool causal;
+  int heads, m_tiles, items;  // items = m_tiles * heads * batch
+  int unit;                   // items a block takes at a time (2 causal, 1 otherwise)
+};
+
+// Work item i: query tile m0 of head h of batch b. Items run head by head, so that the blocks
+// running at once share their heads' K and V in L2. Within a head a causal item's cost is its
+// number of key tiles, m + 1 for tile m, so causal items alternate heavy and light (tiles M - 1,
+// 0, M - 2, 1, ...) and a block takes them in pairs (`unit`) of nearly equal cost, M + 1 key tiles:
+// blocks that each take every grid-th pair then carry nearly equal loads, where every grid-th
+// single item (heavy first) left some blocks 12-20% more work than others.
+struct Work {
+  int m0, h, b, n_tiles;
+  __device__ __forceinline__ Work(const Problem& p, int item) {
+    const int hb = item / p.m_tiles, q = item % p.m_tiles;
+    m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
+    h = hb % p.heads;
+    b = hb / p.heads;
+    const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
+    n_tiles = (end + kKeys - 1) / kKeys;
+  }
 };
 
 struct Out {
@@ -126,36 +177,50 @@ struct Out {
   int64_t sb, sh, ss;
 };
 
+// Calls f(item, round) for this block's items in order (round counts them): units of p.unit
+// consecutive items, this block taking units blockIdx.x, + gridDim.x, ...
+template <class F>
+__device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
+  int round = 0;
+  for (int u = static_cast<int>(blockIdx.x); u * p.unit < p.items; u += static_cast<int>(gridDim.x))
+    for (int item = u * p.unit; item < min(p.items, (u + 1) * p.unit); ++item) f(item, round++);
+}
+
 template <int D>
 __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
-                                        uint32_t smem, uint32_t bars, int m0, int n_tiles, int h, int kv_h,
-                                        int b) {
+                                        uint32_t smem, const Barriers<D>& bar, const Problem& p) {
   using L = Layout<D>;
-  const uint32_t q_full = bars;
-  mbar_arrive_expect_tx(q_full, L::kQBytes);
-  for (int dh = 0; dh < L::kSlabs; ++dh) tma_load_4d(smem + dh * kSlabBytes, mq, dh * 64, m0, h, b, q_full);
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int stage = tile % kStages;
-    const uint32_t full = bars + (1 + stage) * 8, empty = bars + (1 + kStages + stage) * 8;
-    mbar_wait(empty, ((tile / kStages) & 1) ^ 1);  // a fresh barrier counts its previous phase as done
-    mbar_arrive_expect_tx(full, L::kStageBytes);
-    const uint32_t k = smem + L::kQBytes + stage * L::kStageBytes, v = k + L::kKBytes;
+  int slot = 0;
+  for_each_item(p, [&](int item, int round) {
+    const Work w(p, item);
+    const int kv_h = w.h / p.group;
+    // A fresh barrier counts its previous phase as done.
+    mbar_wait(bar.q_empty(round), bar.q_phase(round) ^ 1);
+    mbar_arrive_expect_tx(bar.q_full(round), L::kQBytes);
+    const uint32_t q = smem + (round % L::kQBuffers) * L::kQBytes;
     for (int dh = 0; dh < L::kSlabs; ++dh)
-      tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, b, full);
-    for (int kh = 0; kh < 2; ++kh)
+      tma_load_4d(q + dh * kSlabBytes, mq, dh * 64, w.m0, w.h, w.b, bar.q_full(round));
+    for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
+      mbar_wait(bar.empty(slot), bar.phase(slot) ^ 1);
+      mbar_arrive_expect_tx(bar.full(slot), L::kStageBytes);
+      const uint32_t k = smem + L::kRingBytes + (slot % kStages) * L::kStageBytes, v = k + L::kKBytes;
       for (int dh = 0; dh < L::kSlabs; ++dh)
-        tma_load_4d(v + kh * L::kVHalfBytes + dh * kBoxBytes, mv, dh * 64, tile * kKeys + kh * 64, kv_h, b,
-                    full);
-  }
+        tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, w.b, bar.full(slot));
+      for (int kh = 0; kh < 2; ++kh)
+        for (int dh = 0; dh < L::kSlabs; ++dh)
+          tma_load_4d(v + kh * L::kVHalfBytes + dh * kBoxBytes, mv, dh * 64, tile * kKeys + kh * 64, kv_h,
+                      w.b, bar.full(slot));
+    }
+  });
 }
 
 // One consumer warpgroup: rows m0 + 64 c .. + 63; warp w, lane: rows 16 w + g (+ 8) of those,
 // with the accumulator columns 8 j + 2 t + {0, 1} in d[4 j + {0, 1}] (row g) and d[4 j + {2, 3}]
 // (row g + 8) (PTX ISA, wgmma D fragment for .m64nNk16 with f32).
 //
-// Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T and then O += P(t) V(t), and runs
-// the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores; O is rescaled only after
-// that group has completed, and P(t + 1) replaces P(t) in registers only then as well.
+// Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T, rescales O while that runs, issues
+// O += P(t) V(t), and runs the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores;
+// P(t + 1) replaces P(t) in registers once that group has completed (FlashAttention-3's order).
 template <typename T, int D>
 struct Consumer {
   using L = Layout<D>;
@@ -165,14 +230,14 @@ struct Consumer {
   float rescale[2];            // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
 
-  // Masks, folds the tile into the row states and leaves exp2(s - shift) in s; O is untouched.
+  // Masks, folds the tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
+  // scale is folded into the exponent's FFMA (scale_log2 > 0, so the raw maximum is the maximum).
   __device__ __forceinline__ void softmax(float (&s)[64], const Problem& p, bool mask, int n0,
                                           int first_row) {
     const int g = lane / 4, t = lane % 4;
+    if (mask) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      s[i] *= p.scale_log2;
-      if (mask) {
+      for (int i = 0; i < 64; ++i) {
         const int key = n0 + 8 * (i / 4) + 2 * t + (i & 1), row = first_row + g + 8 * ((i / 2) & 1);
         if (key >= p.seq || (p.causal && key > row)) s[i] = -INFINITY;
       }
@@ -183,22 +248,26 @@ struct Consumer {
 #pragma unroll
       for (int j = 0; j < 16; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
       float shift;
-      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max), shift);
+      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max) * p.scale_log2, shift);
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        s[4 * j + 2 * r] = ak_cuda::fast_exp2(s[4 * j + 2 * r] - shift);
-        s[4 * j + 2 * r + 1] = ak_cuda::fast_exp2(s[4 * j + 2 * r + 1] - shift);
+        s[4 * j + 2 * r] = ak_cuda::fast_exp2(fmaf(s[4 * j + 2 * r], p.scale_log2, -shift));
+        s[4 * j + 2 * r + 1] = ak_cuda::fast_exp2(fmaf(s[4 * j + 2 * r + 1], p.scale_log2, -shift));
         sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
       }
       rows[r].sum += sum;  // this thread's columns; the quad is summed at the end
     }
   }
 
-  // Once no P V is in flight: O *= rescale, and P = s in 16 bits.
-  __device__ __forceinline__ void take(const float (&s)[64]) {
+  // O *= rescale, with no P V in flight (the S group in flight does not touch O).
+  __device__ __forceinline__ void rescale_o() {
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= rescale[(i / 2) & 1];
+  }
+
+  // P = s in 16 bits, once no P V is in flight.
+  __device__ __forceinline__ void take(const float (&s)[64]) {
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
 #pragma unroll
@@ -237,10 +306,10 @@ struct Consumer {
       for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(pa[kk][r])::"memory");
   }
 
-  // Ping-pong turns. Each warpgroup issues active + 1 times (both have the same active: a tile
-  // of 128 keys covers both warpgroups' diagonals), so warpgroup 1's first arrive, which lets
-  // warpgroup 0 begin, stands in for the arrive after its own last issue: every barrier phase
-  // then completes, and none is left half-arrived when the block exits.
+  // Ping-pong turns. Each warpgroup issues active + 1 times per item (both have the same active:
+  // a tile of 128 keys covers both warpgroups' diagonals), so warpgroup 1's first arrive, which
+  // lets warpgroup 0 begin, stands in for the arrive after its own last issue: every barrier
+  // phase of an item then completes, and none is left half-arrived when the item ends.
   __device__ __forceinline__ void await_turn() const {
     if constexpr (kPingPong) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + c) : "memory");
   }
@@ -249,16 +318,17 @@ struct Consumer {
       if (!(last && c == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
   }
 
-  // Tiles [0, active) (active >= 1) hold keys for this warpgroup; the rest are only released.
-  __device__ __forceinline__ void run(uint32_t smem, uint32_t bars, const Problem& p, int m0, int n_tiles,
-                                      int active) {
+  // One item's key tiles, ring positions slot0 + [0, n_tiles): [0, active) (active >= 1) hold keys
+  // for this warpgroup; the rest are only released.
+  __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D>& bar, const Problem& p,
+                                      int m0, int slot0, int n_tiles, int active) {
     const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
-    const auto key_tile = [&](int tile) { return smem + L::kQBytes + (tile % kStages) * L::kStageBytes; };
-    const auto wait_full = [&](int tile) {
-      mbar_wait(bars + (1 + tile % kStages) * 8, (tile / kStages) & 1);
+    const auto key_tile = [&](int tile) {
+      return smem + L::kRingBytes + ((slot0 + tile) % kStages) * L::kStageBytes;
     };
+    const auto wait_full = [&](int tile) { mbar_wait(bar.full(slot0 + tile), bar.phase(slot0 + tile)); };
     const auto release = [&](int tile) {
-      if (lane == 0) mbar_arrive(bars + (1 + kStages + tile % kStages) * 8);
+      if (lane == 0) mbar_arrive(bar.empty(slot0 + tile));
     };
     const auto masked = [&](int n0) { return n0 + kKeys > p.seq || (p.causal && n0 + kKeys - 1 > wg_first); };
     float s[64];
@@ -268,7 +338,7 @@ struct Consumer {
     wait_full(0);
     await_turn();
     wgmma_fence();
-    issue_scores(s, smem, key_tile(0));
+    issue_scores(s, q, key_tile(0));
     pass_turn(false);
     wgmma_wait<0>();
     settle(s);
@@ -280,7 +350,9 @@ struct Consumer {
       wait_full(tile + 1);
       await_turn();
       wgmma_fence();
-      issue_scores(s, smem, key_tile(tile + 1));
+      issue_scores(s, q, key_tile(tile + 1));
+      rescale_o();
+      wgmma_fence();
       issue_pv(key_tile(tile) + L::kKBytes);
       pass_turn(false);
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
@@ -292,6 +364,7 @@ struct Consumer {
       take(s);
     }
     await_turn();
+    rescale_o();
     wgmma_fence();
     issue_pv(key_tile(active - 1) + L::kKBytes);
     pass_turn(true);
@@ -320,6 +393,26 @@ struct Consumer {
             ak_cuda::pack2<T>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
     }
   }
+
+  // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store.
+  __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D>& bar, const Problem& p,
+                                            const Out& out) {
+    int slot = 0;
+    for_each_item(p, [&](int item, int round) {
+      const Work w(p, item);
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+      rows[0] = rows[1] = ak_cuda::RowState{};
+      mbar_wait(bar.q_full(round), bar.q_phase(round));
+      // A causal warpgroup has nothing to add from tiles that start past its last row.
+      const int wg_last = w.m0 + 64 * c + 63;
+      const int active = p.causal ? min(w.n_tiles, wg_last / kKeys + 1) : w.n_tiles;
+      run(smem, smem + (round % L::kQBuffers) * L::kQBytes, bar, p, w.m0, slot, w.n_tiles, active);
+      if (lane == 0) mbar_arrive(bar.q_empty(round));
+      store(out, w.b, w.h, w.m0, p.seq);
+      slot += w.n_tiles;
+    });
+  }
 };
 
 template <typename T, int D>
@@ -329,28 +422,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   using L = Layout<D>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t bars = smem + L::kQBytes + kStages * L::kStageBytes;
-  const int m0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kRows;  // heavy causal tiles first
-  const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z), kv_h = h / p.group;
-  const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
-  const int n_tiles = (end + kKeys - 1) / kKeys;
+  const Barriers<D> bar{smem + L::kRingBytes + kStages * L::kStageBytes};
   const auto init = [&] {
-    mbar_init(bars, 1);  // q_full
-    init_ring(bars + 8, kStages, kConsumerWarps);
+    init_ring(bar.q_full(0), L::kQBuffers, kConsumerWarps);
+    init_ring(bar.full(0), kStages, kConsumerWarps);
   };
-  const auto producer = [&] { produce<D>(&mq, &mk, &mv, smem, bars, m0, n_tiles, h, kv_h, b); };
+  const auto producer = [&] { produce<D>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups(init, producer, [&](int consumer) {
     Consumer<T, D> w;
     w.c = consumer;
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) w.o[i] = 0.0f;
-    mbar_wait(bars, 0);  // Q
-    // A causal warpgroup has nothing to add from tiles that start past its last row.
-    const int wg_last = m0 + 64 * w.c + 63;
-    w.run(smem, bars, p, m0, n_tiles, p.causal ? min(n_tiles, wg_last / kKeys + 1) : n_tiles);
-    w.store(out, b, h, m0, p.seq);
+    w.run_items(smem, bar, p, out);
   });
 }
 
@@ -358,9 +441,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 // bases and strides already checked); AK_ERR_UNSUPPORTED when this device or these views cannot
 // take it, so that the caller falls back to another variant.
 template <typename T, int D>
-int launch(const ak_call* call, const Problem& p) {
+int launch(const ak_call* call, Problem p) {
   using L = Layout<D>;
   if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
+  if (!(p.scale_log2 > 0.0f)) return AK_ERR_UNSUPPORTED;  // the softmax takes the raw maximum
   CUtensorMap maps[3];
   const int box_rows[3] = {kRows, kKeys, 64};
   for (int i = 0; i < 3; ++i) {
@@ -374,9 +458,16 @@ int launch(const ak_call* call, const Problem& p) {
   if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const ak_tensor& o = call->outputs[0];
   const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
-  const dim3 grid(static_cast<unsigned>((p.seq + kRows - 1) / kRows), static_cast<unsigned>(o.shape[1]),
-                  static_cast<unsigned>(o.shape[0]));
-  kernel<<<grid, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+  const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
+  if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
+  p.heads = static_cast<int>(o.shape[1]);
+  p.m_tiles = (p.seq + kRows - 1) / kRows;
+  p.items = static_cast<int>(items);
+  p.unit = p.causal ? 2 : 1;
+  const int units = (p.items + p.unit - 1) / p.unit;
+  const int blocks =
+      kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
+  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
   return ak_cuda::check_launch();
 }
 

@@ -35,6 +35,8 @@
 //   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D 64/128 (mma for calls it cannot take)
 //   PINGPONG wgmma only, 1: the two consumer warpgroups take turns on the tensor cores, one's
 //            softmax under the other's matrix products
+//   PERSISTENT wgmma only, 1: one block per SM walks the query tiles, loading the next tile's Q
+//            and K/V while the last one's output is stored (0: one block per query tile)
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -49,6 +51,8 @@
 // @require PATH == 0 || ((D == 64 || D == 128) && BLOCK_M == 128 && BLOCK_N == 64)
 // @tune PINGPONG: 0, 1
 // @require PINGPONG == 0 || PATH == 1
+// @tune PERSISTENT: 0, 1
+// @require PERSISTENT == 0 || PATH == 1
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -64,9 +68,13 @@
 #ifndef PINGPONG
 #define PINGPONG 1
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 1
+#endif
 #if PATH == 1
 #define AK_ATTENTION_KV_STAGES STAGES
 #define AK_ATTENTION_PINGPONG PINGPONG
+#define AK_ATTENTION_PERSISTENT PERSISTENT
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M
@@ -328,7 +336,7 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
   if constexpr (sizeof(T) == 2) {
     if (mma_fits(a)) {
 #if PATH == 1
-      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal};
+      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0, 0};
       const int rc = a.dim == 64 ? ak_attention_sm90::launch<T, 64>(call, p)
                                  : ak_attention_sm90::launch<T, 128>(call, p);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
