@@ -9,7 +9,9 @@ API. The cubins are loaded into the current context by `ak_prepare` (the ABI's o
 which the engine calls once after loading the module, outside any held stream: a module load
 waits for the device's running work, so a first load behind a held stream would wait for the
 hold) or, when nobody called it, at their first launch (cuModuleLoadData from memory); never when
-the module is loaded: no static constructors, no threads, no streams.
+the module is loaded: no static constructors, no threads, no streams. Loading a cubin also grows
+the context's per-thread stack to what its kernel's spills need, which a launch would otherwise do
+(the same wait as a module load).
 Scratch tensors are cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream.
 """
 
@@ -52,6 +54,21 @@ struct Loaded {{
 Loaded g_loaded[kCubinCount][kContexts];  // zero-initialized: nothing runs when the module loads
 std::mutex g_loading;
 
+// A launch whose threads need more local memory (register spills live in the stack frame) than
+// the context's per-thread stack size makes the driver grow the stack first, and growing it waits
+// for the context's running work: behind the harness's held stream, for the hold itself, which
+// then opens only by its timeout. So the stack grows when a cubin loads (in ak_prepare, outside
+// any hold) and no launch has anything left to grow. The limit is set even where it already
+// covers the function: setting it takes effect at once, so the memory behind it exists now.
+bool reserve_local_memory(CUfunction function) {{
+  int bytes = 0;
+  if (cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function) != CUDA_SUCCESS) return false;
+  if (bytes <= 0) return true;
+  size_t stack = 0;
+  if (cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS) return false;
+  return cuCtxSetLimit(CU_LIMIT_STACK_SIZE, std::max(stack, static_cast<size_t>(bytes))) == CUDA_SUCCESS;
+}}
+
 CUfunction load(int cubin, CUcontext context) {{
   std::lock_guard<std::mutex> lock(g_loading);
   for (Loaded& slot : g_loaded[cubin]) {{
@@ -67,6 +84,7 @@ CUfunction load(int cubin, CUcontext context) {{
         cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                            static_cast<int>(c.shared_bytes)) != CUDA_SUCCESS)
       return nullptr;
+    if (!reserve_local_memory(function)) return nullptr;
     slot = {{context, function}};
     return function;
   }}

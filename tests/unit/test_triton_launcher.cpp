@@ -1,10 +1,12 @@
 // The launcher a Triton module carries, run on the CPU against a stand-in for the CUDA driver
 // (libcuda.so.1 built by the test, which records what the module asks of it): the right kernel
 // and cubin per call (variant, dtype, alignment), the grid, block and shared memory, every
-// argument's value, the scratch tensor's stream-ordered allocation, and calls it must refuse.
+// argument's value, the scratch tensor's stream-ordered allocation, calls it must refuse, and
+// the per-thread stack its kernels' spills need, reserved before any launch.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -18,10 +20,40 @@ namespace ak {
 namespace {
 namespace fs = std::filesystem;
 
-// The stand-in driver: just the entry points a Triton module uses, each recording its call.
+// The stand-in driver: just the entry points a Triton module uses, each recording its call. A
+// function's local memory is its cubin's stack frame (EIATTR_MIN_STACK_SIZE in .nv.info); the
+// context's stack starts at 0 bytes and, as the real driver does, a launch that needs more grows
+// it, which on the GPU waits for all running work (a held stream's hold): counted in `grown`.
 constexpr const char* kFakeDriver = R"(
 #include <cstring>
 #include <vector>
+static int stack_frame(const unsigned char* elf) {
+  unsigned long long sections;
+  unsigned short entry, count, names;
+  std::memcpy(&sections, elf + 0x28, 8);
+  std::memcpy(&entry, elf + 0x3a, 2);
+  std::memcpy(&count, elf + 0x3c, 2);
+  std::memcpy(&names, elf + 0x3e, 2);
+  auto field = [&](int s, int at) { unsigned long long v; std::memcpy(&v, elf + sections + s * entry + at, 8); return v; };
+  const char* strings = (const char*)elf + field(names, 0x18);
+  int frame = 0;
+  for (int s = 0; s < count; ++s) {
+    unsigned name;
+    std::memcpy(&name, elf + sections + s * entry, 4);
+    if (std::strcmp(strings + name, ".nv.info") != 0) continue;
+    const unsigned char* p = elf + field(s, 0x18);
+    const unsigned char* end = p + field(s, 0x20);
+    while (p < end) {  // entries: format, attribute, then a 16-bit size and a payload for format 4
+      unsigned short size = 0;
+      std::memcpy(&size, p + 2, 2);
+      int value = 0;
+      if (p[0] == 4 && p[1] == 0x12 && size == 8) std::memcpy(&value, p + 8, 4);
+      if (value > frame) frame = value;
+      p += p[0] == 4 ? 4 + size : p[0] == 1 ? 2 : 4;
+    }
+  }
+  return frame;
+}
 extern "C" {
 typedef int CUresult;
 struct Launch { const void* image; char function[64]; unsigned grid[3], block, shared; void* stream; char params[256]; };
@@ -29,7 +61,8 @@ static std::vector<Launch> launches;
 static std::vector<const void*> images;
 static const void* current_image;
 static char function_names[64][64];
-static int sizes[32], n_sizes, allocs, frees;
+static int sizes[32], n_sizes, allocs, frees, local_bytes[64], grown;
+static size_t stack;
 static void* context = &launches;
 void fake_expect_params(const int* s, int n) { std::memcpy(sizes, s, n * sizeof(int)); n_sizes = n; }
 int fake_launches() { return (int)launches.size(); }
@@ -37,21 +70,32 @@ const Launch* fake_launch(int i) { return &launches[i]; }
 int fake_images() { return (int)images.size(); }
 int fake_allocs() { return allocs; }
 int fake_frees() { return frees; }
+size_t fake_stack() { return stack; }
+int fake_grown() { return grown; }
+int fake_local_bytes(int image) { return local_bytes[image]; }
 CUresult cuCtxGetCurrent(void** c) { *c = context; return 0; }
 CUresult cuModuleLoadData(void** m, const void* image) { images.push_back(image); *m = (void*)image; return 0; }
 CUresult cuModuleGetFunction(void** f, void* module, const char* name) {
   const int i = (int)images.size() - 1;
   std::strncpy(function_names[i], name, 63);
+  local_bytes[i] = stack_frame((const unsigned char*)images[i]);
   (void)module;
   *f = (void*)(long)(i + 1);
   return 0;
 }
 CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
+CUresult cuFuncGetAttribute(int* value, int attribute, void* f) {
+  *value = attribute == 3 ? local_bytes[(long)f - 1] : 0;  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+  return 0;
+}
+CUresult cuCtxGetLimit(size_t* value, int limit) { *value = limit == 0 ? stack : 0; return 0; }
+CUresult cuCtxSetLimit(int limit, size_t value) { if (limit == 0) stack = value; return 0; }
 CUresult cuGetErrorName(int, const char** s) { *s = "fake"; return 0; }
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned, unsigned, unsigned shared,
                         void* stream, void** params, void**) {
   Launch l{};
   const int i = (int)(long)f - 1;
+  if ((size_t)local_bytes[i] > stack) { ++grown; stack = local_bytes[i]; }
   l.image = images[i];
   std::strncpy(l.function, function_names[i], 63);
   l.grid[0] = gx; l.grid[1] = gy; l.grid[2] = gz; l.block = bx; l.shared = shared; l.stream = stream;
@@ -97,6 +141,7 @@ class TritonLauncher : public ::testing::Test {
     return reinterpret_cast<F>(::dlsym(driver_, name));
   }
   ak_launch_fn module(const std::string& op) {
+    handle_ = nullptr;
     BuildResult build;
     try {
       build = build_module({fs::path(AK_SOURCE_DIR) / "kernels" / "triton" / (op + ".py"),
@@ -111,6 +156,7 @@ class TritonLauncher : public ::testing::Test {
     void* handle = ::dlopen(build.module.c_str(), RTLD_NOW | RTLD_LOCAL);
     EXPECT_NE(handle, nullptr) << ::dlerror();
     modules_.push_back(handle);
+    handle_ = handle;
     return reinterpret_cast<ak_launch_fn>(::dlsym(handle, "ak_launch"));
   }
   int launches() { return fake<int (*)()>("fake_launches")(); }
@@ -122,6 +168,7 @@ class TritonLauncher : public ::testing::Test {
 
   fs::path dir_;
   void* driver_ = nullptr;
+  void* handle_ = nullptr;  // the last module()'s
   std::vector<void*> modules_;
 };
 
@@ -241,6 +288,41 @@ TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   EXPECT_EQ(param<int32_t>(launch(0), 36), static_cast<int32_t>(f));
   EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 1);
   EXPECT_EQ(fake<int (*)()>("fake_frees")(), 1);
+}
+
+// B as a Linear's weight (b_nk = 1) with K = 72, not a multiple of 16: the fp16 B_NK variant's
+// unaligned build, whose 128 x 256 tile spills about 1 KB a thread. On the H100 its first launch
+// behind the judge's held stream grew the context's stack, waited for the hold, and the stream
+// gate opened by its timeout. ak_prepare reserves every cubin's stack frame, so no launch grows it.
+TEST_F(TritonLauncher, MatmulReservesItsSpillsStackBeforeAnyLaunch) {
+  const ak_launch_fn run = module("matmul");
+  if (!run) GTEST_SKIP() << "no Triton toolchain";
+  const auto prepare = reinterpret_cast<ak_prepare_fn>(::dlsym(handle_, "ak_prepare"));
+  ASSERT_NE(prepare, nullptr);
+  ASSERT_EQ(prepare(), AK_OK);
+  int deepest = 0;
+  for (int i = 0; i < images(); ++i) deepest = std::max(deepest, fake<int (*)(int)>("fake_local_bytes")(i));
+  EXPECT_EQ(fake<size_t (*)()>("fake_stack")(), static_cast<size_t>(deepest));
+
+  expect_params({8, 8, 8, 4, 4, 4, 4, 4, 4});  // A, B, C, M, N, K, three strides
+  const int64_t m = 300, n = 520, k = 72;
+  for (const ak_dtype dtype : {AK_F16, AK_BF16, AK_F32}) {
+    ak_call call{};
+    call.abi_version = AK_ABI_VERSION;
+    call.n_inputs = 2;
+    call.n_outputs = 1;
+    call.inputs[0] = tensor(0x100000, dtype, {m, k});
+    call.inputs[1] = tensor(0x200000, dtype, {k, n});
+    call.inputs[1].strides[0] = 1;  // the view B[K, N] of a contiguous [N, K] weight
+    call.inputs[1].strides[1] = k;
+    call.outputs[0] = tensor(0x300000, dtype, {m, n});
+    ASSERT_EQ(run(&call), AK_OK);
+  }
+  ASSERT_EQ(launches(), 3);
+  EXPECT_STREQ(launch(0).function, "matmul_kernel");
+  EXPECT_EQ(param<int32_t>(launch(0), 40), static_cast<int32_t>(k));  // b_stride: the B_NK variant
+  EXPECT_EQ(fake<int (*)()>("fake_grown")(), 0)
+      << "a launch grew the stack: on the GPU it waits for the held stream";
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ void StreamGate::check_no_timeout() {
               "stream gate " + std::to_string(timed_out) + " opened by its " +
                   std::to_string(kTimeoutNs / 1'000'000'000ULL) +
                   " s safety timeout, before release_stream(): the work behind it ran unheld (a first "
-                  "launch of a not yet loaded kernel, or a device-wide synchronization, while the "
-                  "stream was held?)");
+                  "launch of a not yet loaded kernel, a launch that grows the per-thread stack for "
+                  "its spills, or a device-wide synchronization, while the stream was held?)");
 }
 
 }  // namespace ak::cuda

@@ -8,6 +8,9 @@
 //    launch every kernel once before holding the stream;
 //  - cudaFree or any other device-wide synchronization while held (this is why buffers of the
 //    runtime open the gate before they free);
+//  - a launch whose threads need more local memory (register spills) than the context's
+//    per-thread stack holds: the driver grows the stack first, which waits for running work
+//    (the Triton launcher grows it when it loads a cubin, in ak_prepare);
 //  - CUDA_LAUNCH_BLOCKING=1, which makes the gate's own launch wait for the gate.
 #pragma once
 
