@@ -232,6 +232,9 @@ struct Consumer {
 
   // Masks, folds the tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
   // scale is folded into the exponent's FFMA (scale_log2 > 0, so the raw maximum is the maximum).
+  // The row maxima and sums are trees over both rows at once, not chains of 32 dependent
+  // instructions per row: the softmax is serial with this warpgroup's matrix products, and
+  // Nsight Compute put its dependency stalls at 1.4 per issued instruction against cuDNN's 0.9.
   __device__ __forceinline__ void softmax(float (&s)[64], const Problem& p, bool mask, int n0,
                                           int first_row) {
     const int g = lane / 4, t = lane % 4;
@@ -242,22 +245,37 @@ struct Consumer {
         if (key >= p.seq || (p.causal && key > row)) s[i] = -INFINITY;
       }
     }
+    // Row r holds s[4 j + 2 r + {0, 1}], j = 0..15; four partial results per row, each a chain
+    // of 4 (the two rows' 8 chains interleave), then combined.
+    float part[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) part[r][k] = fmaxf(s[4 * k + 2 * r], s[4 * k + 2 * r + 1]);
+#pragma unroll
+    for (int j = 4; j < 16; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        part[r][j % 4] = fmaxf(part[r][j % 4], fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+    float shift[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-      float shift;
-      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max) * p.scale_log2, shift);
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        s[4 * j + 2 * r] = ak_cuda::fast_exp2(fmaf(s[4 * j + 2 * r], p.scale_log2, -shift));
-        s[4 * j + 2 * r + 1] = ak_cuda::fast_exp2(fmaf(s[4 * j + 2 * r + 1], p.scale_log2, -shift));
-        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
-      }
-      rows[r].sum += sum;  // this thread's columns; the quad is summed at the end
+      const float tile_max = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max) * p.scale_log2, shift[r]);
     }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) part[r][k] = s[4 * k + 2 * r] + s[4 * k + 2 * r + 1];
+#pragma unroll
+    for (int j = 4; j < 16; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) part[r][j % 4] += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)  // this thread's columns; the quad is summed at the end
+      rows[r].sum += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
   }
 
   // O *= rescale, with no P V in flight (the S group in flight does not touch O).
