@@ -54,7 +54,14 @@ def fused_mlp(x, wg, wu, wd):
     return (F.silu(x @ wg.t()) * (x @ wu.t())) @ wd.t()
 
 
-def make_inputs(op, dims, dtype):
+def shape_params(shape):
+    """A problem's params, the "causal=1,kv_heads=4" after its colon, as {name: int}."""
+    tail = shape.partition(":")[2]
+    return {name: int(value) for name, value in (item.split("=", 1) for item in tail.split(",") if item)}
+
+
+def make_inputs(op, dims, dtype, params=None):
+    """Seeded inputs of `op` at `dims`; attention's k and v take params' kv_heads (grouped-query)."""
     g = torch.Generator(device="cuda").manual_seed(0)
     rnd = lambda *s: torch.randn(*s, device="cuda", dtype=dtype, generator=g)
     if op in ("rmsnorm",):
@@ -78,14 +85,17 @@ def make_inputs(op, dims, dtype):
         return (rnd(m, k), rnd(k, n))
     if op == "flash_attention":
         b, h, s, d = dims
-        return (rnd(b, h, s, d), rnd(b, h, s, d), rnd(b, h, s, d))
+        kv_heads = (params or {}).get("kv_heads", h)
+        return (rnd(b, h, s, d), rnd(b, kv_heads, s, d), rnd(b, kv_heads, s, d))
     if op == "fused_mlp":
         m, d, f = dims
         return (rnd(m, d) * 0.1, rnd(f, d) * 0.02, rnd(f, d) * 0.02, rnd(d, f) * 0.02)
     raise ValueError(op)
 
 
-def attention(causal):
+def attention(causal, grouped):
+    if grouped:  # fewer key/value heads than query heads: SDPA takes them as they are
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
@@ -98,7 +108,7 @@ FUNCTIONS = {
     "cross_entropy": lambda shape: cross_entropy,
     "rotary_embedding": lambda shape: rotary,
     "matmul": lambda shape: torch.matmul,
-    "flash_attention": lambda shape: attention("causal=0" not in shape),
+    "flash_attention": lambda shape: attention("causal=0" not in shape, "kv_heads" in shape),
     "fused_mlp": lambda shape: fused_mlp,
 }
 # The issue's targets: (op, problem, dtype), in table order.
@@ -203,7 +213,7 @@ def main():
         fn = FUNCTIONS[op](shape)
         dtype = TORCH_DTYPE[dtype_name]
         dims = [int(v) for v in shape.split(":")[0].split("x")]
-        args = make_inputs(op, dims, dtype)
+        args = make_inputs(op, dims, dtype, shape_params(shape))
         print(f"[{op} {shape} {dtype_name}] eager...", file=sys.stderr, flush=True)
         row = {"op": op, "shape": shape, "dtype": dtype_name, "eager_us": timer.median_us(fn, args),
                "compile_us": None, "liger_us": None}

@@ -8,8 +8,8 @@ the CUDA starter's tuning parameters) is built and passed through every stage on
 no check is timed beside another); its module is then loaded here (the kernel ABI, as compare.py
 does), its output on each shape checked against PyTorch in fp32, and timed by compare.py's method
 (L2 flushed by a read, the stream kept busy while enqueuing, events, median) beside PyTorch's call
-(cuBLAS for matmul; three matmuls and the SiLU product for fused_mlp; SDPA for attention, whose
-grouped-query shapes are left out: compare.py's inputs have as many key/value heads as query heads).
+(cuBLAS for matmul; three matmuls and the SiLU product for fused_mlp; SDPA for attention, with
+enable_gqa on grouped-query shapes).
 
     python3 bench/matmul_shapes.py --ak build-gpu/autokernel [--op fused_mlp] \\
         --configs "TMA_STORE=0;BLOCK_N=128 STAGES=5 TMA_STORE=1" [--json-out rows.json]
@@ -25,7 +25,7 @@ import sys
 
 import torch
 
-from compare import FUNCTIONS, TORCH_DTYPE, Timer, make_inputs
+from compare import FUNCTIONS, TORCH_DTYPE, Timer, make_inputs, shape_params
 from compare_ours import KernelModule, _outputs_and_scalars, checked_module
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def model_shapes(op):
         doc = json.loads(pathlib.Path(path).read_text())
         model = doc["model"].get("spec", "?") if isinstance(doc["model"], dict) else doc["model"]
         for e in doc["entries"]:
-            if e.get("op") == op and "kv_heads" not in e["problem"]:  # compare.py's inputs have no GQA
+            if e.get("op") == op:
                 seen.setdefault(e["problem"], f"{model} ({e['us'] / doc['total_us']:.0%})")
     return list(seen.items())
 
@@ -57,7 +57,7 @@ def build(ak, op, config):
 def inputs_for(op, shape, dtype):
     """compare.py's inputs for the shape; matmul's B held as a Linear's [N, K] weight (its
     transposed view) when the shape says b_nk=1."""
-    args = make_inputs(op, [int(v) for v in shape.split(":")[0].split("x")], dtype)
+    args = make_inputs(op, [int(v) for v in shape.split(":")[0].split("x")], dtype, shape_params(shape))
     if op == "matmul" and "b_nk=1" in shape:
         a, b = args
         args = (a, b.t().contiguous().t())

@@ -18,7 +18,7 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "python")]
-from compare import FUNCTIONS, TORCH_DTYPE, make_inputs  # noqa: E402
+from compare import FUNCTIONS, TORCH_DTYPE, make_inputs, shape_params  # noqa: E402
 
 
 def scalars_of(op, dims, shape):
@@ -48,7 +48,7 @@ def main():
     p.add_argument("--module", help="our compiled kernel (.so); default: PyTorch's function")
     args = p.parse_args()
     dims = [int(d) for d in args.shape.split(":")[0].split("x")]
-    inputs = make_inputs(args.op, dims, TORCH_DTYPE[args.dtype])
+    inputs = make_inputs(args.op, dims, TORCH_DTYPE[args.dtype], shape_params(args.shape))
     fn = ours(args.module, args.op, dims, args.shape, inputs) if args.module else FUNCTIONS[args.op](args.shape)
     for _ in range(3):
         fn(*inputs)
