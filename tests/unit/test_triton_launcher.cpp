@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 
 #include "autokernel/abi.h"
@@ -194,15 +195,21 @@ T param(const Launch& l, int offset) {
   return value;
 }
 
-ak_call rmsnorm_call(ak_dtype dtype, int64_t m, int64_t n, uintptr_t x = 0x100000) {
+// A call of this ABI version with these tensors (no scalars, no stream).
+ak_call call_of(std::initializer_list<ak_tensor> inputs, std::initializer_list<ak_tensor> outputs) {
   ak_call c{};
   c.abi_version = AK_ABI_VERSION;
-  c.n_inputs = 2;
-  c.n_outputs = 1;
+  c.n_inputs = static_cast<int32_t>(inputs.size());
+  c.n_outputs = static_cast<int32_t>(outputs.size());
+  std::copy(inputs.begin(), inputs.end(), c.inputs);
+  std::copy(outputs.begin(), outputs.end(), c.outputs);
+  return c;
+}
+
+ak_call rmsnorm_call(ak_dtype dtype, int64_t m, int64_t n, uintptr_t x = 0x100000) {
+  ak_call c =
+      call_of({tensor(x, dtype, {m, n}), tensor(0x900000, dtype, {n})}, {tensor(0xa00000, dtype, {m, n})});
   c.n_scalars = 1;
-  c.inputs[0] = tensor(x, dtype, {m, n});
-  c.inputs[1] = tensor(0x900000, dtype, {n});
-  c.outputs[0] = tensor(0xa00000, dtype, {m, n});
   c.scalars[0] = 1e-6;
   c.stream = reinterpret_cast<void*>(0x5);
   return c;
@@ -269,15 +276,9 @@ TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   if (!run) GTEST_SKIP() << "no Triton toolchain";
   expect_params({8, 8, 8, 8, 4, 4, 4, 4, 4, 4});  // up: x, wg, wu, h, M, F, D, three row strides
   const int64_t m = 32, d = 64, f = 176;
-  ak_call call{};
-  call.abi_version = AK_ABI_VERSION;
-  call.n_inputs = 4;
-  call.n_outputs = 1;
-  call.inputs[0] = tensor(0x100000, AK_BF16, {m, d});
-  call.inputs[1] = tensor(0x200000, AK_BF16, {f, d});
-  call.inputs[2] = tensor(0x300000, AK_BF16, {f, d});
-  call.inputs[3] = tensor(0x400000, AK_BF16, {d, f});
-  call.outputs[0] = tensor(0x500000, AK_BF16, {m, d});
+  ak_call call = call_of({tensor(0x100000, AK_BF16, {m, d}), tensor(0x200000, AK_BF16, {f, d}),
+                          tensor(0x300000, AK_BF16, {f, d}), tensor(0x400000, AK_BF16, {d, f})},
+                         {tensor(0x500000, AK_BF16, {m, d})});
   ASSERT_EQ(run(&call), AK_OK);
   ASSERT_EQ(launches(), 2);
   EXPECT_STREQ(launch(0).function, "up_kernel");
@@ -307,15 +308,10 @@ TEST_F(TritonLauncher, MatmulReservesItsSpillsStackBeforeAnyLaunch) {
   expect_params({8, 8, 8, 4, 4, 4, 4, 4, 4});  // A, B, C, M, N, K, three strides
   const int64_t m = 300, n = 520, k = 72;
   for (const ak_dtype dtype : {AK_F16, AK_BF16, AK_F32}) {
-    ak_call call{};
-    call.abi_version = AK_ABI_VERSION;
-    call.n_inputs = 2;
-    call.n_outputs = 1;
-    call.inputs[0] = tensor(0x100000, dtype, {m, k});
-    call.inputs[1] = tensor(0x200000, dtype, {k, n});
+    ak_call call = call_of({tensor(0x100000, dtype, {m, k}), tensor(0x200000, dtype, {k, n})},
+                           {tensor(0x300000, dtype, {m, n})});
     call.inputs[1].strides[0] = 1;  // the view B[K, N] of a contiguous [N, K] weight
     call.inputs[1].strides[1] = k;
-    call.outputs[0] = tensor(0x300000, dtype, {m, n});
     ASSERT_EQ(run(&call), AK_OK);
   }
   ASSERT_EQ(launches(), 3);
