@@ -1,0 +1,187 @@
+// Building blocks of the wgmma attention (cuda_attention_sm90.cuh): 4-d tensor maps over strided
+// [B, H, S, D] views and their TMA loads, wgmma with the A operand in registers, the block's
+// configuration (AK_ATTENTION_* macros), its shared-memory layout and barriers, and the work
+// schedule (which query tiles a block takes, in which order).
+//
+// Register A operand of wgmma.m64nNk16 with 16-bit inputs (PTX ISA, "Register fragments and
+// shared memory matrix layouts", wgmma A): warp w of the warpgroup holds rows 16 w .. 16 w + 15
+// of the 64 x 16 tile in the layout of the mma.m16n8k16 A fragment: with g = lane / 4 and
+// t = lane % 4, a0 = row g, cols 2t, 2t+1; a1 = row g+8, same cols; a2 = row g, cols 2t+8, 2t+9;
+// a3 = row g+8, cols 2t+8, 2t+9 (low half = lower column). That is the accumulator layout of two
+// adjacent 8-column groups of a wgmma result, so probabilities feed P V without moving.
+#pragma once
+
+#include <algorithm>
+
+#include "autokernel/cuda_attention.cuh"
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_sm90.cuh"
+
+namespace ak_attention_sm90 {
+
+using namespace ak_gemm::sm90;
+
+// A [B, H, S, D] view (strides in elements, inner stride 1) read in boxes of 64 columns (128
+// bytes) x box_rows rows of one head, stored with the 128-byte swizzle. Rows past S of a head
+// read as zeros: S is a dimension of its own, so a box never spills into the next head.
+template <typename T>
+bool make_head_map(CUtensorMap* map, const T* base, const int64_t (&shape)[4], const int64_t (&strides)[3],
+                   int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(shape[3]), static_cast<cuuint64_t>(shape[2]),
+                              static_cast<cuuint64_t>(shape[1]), static_cast<cuuint64_t>(shape[0])};
+  const cuuint64_t bytes[3] = {static_cast<cuuint64_t>(strides[2]) * sizeof(T),
+                               static_cast<cuuint64_t>(strides[1]) * sizeof(T),
+                               static_cast<cuuint64_t>(strides[0]) * sizeof(T)};
+  for (const cuuint64_t b : bytes)
+    if (b % 16 != 0 || b == 0 || b >= (1ull << 40)) return false;
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return encode(map, type, 4, const_cast<T*>(base), dims, bytes, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Box (column x, row y of head h of batch b) of `map` into shared memory, completing on `bar`.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int x, int y, int h, int b,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(h), "r"(b), "r"(bar)
+      : "memory");
+}
+
+#define AK_WGMMA_RS(N, REGS, A0, A1, A2, A3, SCALE, B, TYPE)                                             \
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %" #SCALE                                             \
+               ", 0;\n"                                                                                  \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" AK_WGMMA_REGS_##REGS \
+               "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, 1;\n}\n"                  \
+               : AK_WGMMA_OUTS_##REGS(d)                                                                 \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(1), "l"(b))
+
+// d (64 x N per warpgroup, fp32) += A (64 x 16 in registers) * B (16 x N, MN-major in shared
+// memory: the descriptor's transpose bit is set); N = D, 64 or 128.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b) {
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+  if constexpr (N == 64) {
+    if constexpr (kHalf) AK_WGMMA_RS(64, 32, 32, 33, 34, 35, 36, 37, "f16");
+    if constexpr (!kHalf) AK_WGMMA_RS(64, 32, 32, 33, 34, 35, 36, 37, "bf16");
+  } else {
+    static_assert(N == 128, "P V is 64 or 128 columns wide");
+    if constexpr (kHalf) AK_WGMMA_RS(128, 64, 64, 65, 66, 67, 68, 69, "f16");
+    if constexpr (!kHalf) AK_WGMMA_RS(128, 64, 64, 65, 66, 67, 68, 69, "bf16");
+  }
+}
+#undef AK_WGMMA_RS
+
+// Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
+// rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys.
+// K/V ring depth: with 2 stages the copy of tile t + 2 can start only once P(t) V(t) has
+// completed, so it must land within one tile's math; 3 stages (224 KB with Q) give it two.
+#ifndef AK_ATTENTION_KV_STAGES
+#define AK_ATTENTION_KV_STAGES 2
+#endif
+// Ping-pong (1): the two consumer warpgroups take turns to issue their wgmma groups (named
+// barriers 1 and 2, each warpgroup waiting on its own and arriving on the other's), so that one
+// warpgroup's softmax runs while the other's S and P V occupy the tensor cores, instead of both
+// computing exponentials at the same time with the tensor cores idle.
+#ifndef AK_ATTENTION_PINGPONG
+#define AK_ATTENTION_PINGPONG 0
+#endif
+// Persistent (1): one block per SM walks its share of the work items (query tiles of a head, see
+// Work), so that the producer loads the next item's Q and first K/V tiles while the consumers
+// finish and store the current one; 0: one block per unit of items, scheduled by the hardware.
+#ifndef AK_ATTENTION_PERSISTENT
+#define AK_ATTENTION_PERSISTENT 0
+#endif
+constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
+constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
+
+// Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
+// dimension D (64 or 128) in D / 64 slabs of 64 columns:
+//   Q buffer i  the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand;
+//               SBO 1024); two buffers where they fit beside the ring, so that the next item's
+//               Q loads while the current one is still read
+//   stage s     K: slabs as Q (K-major B operand); V: boxes of 64 keys x 64 columns, box (key half
+//               kh, column slab dh) at kh * kVHalfBytes + 8192 dh (MN-major B operand: LBO 8192 to
+//               the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
+//   barriers    q_full[kQBuffers], q_empty[kQBuffers], full[kStages], empty[kStages]
+constexpr int kSlabBytes = 128 * 128, kBoxBytes = 64 * 128, kSmemLimit = 232448;
+template <int D>
+struct Layout {
+  static_assert(D == 64 || D == 128, "the wgmma variant takes D = 64 or 128");
+  static constexpr int kSlabs = D / 64, kQBytes = kSlabs * kSlabBytes, kKBytes = kQBytes;
+  static constexpr int kVHalfBytes = kSlabs * kBoxBytes;  // the boxes of 64 keys across D
+  static constexpr int kStageBytes = kKBytes + 2 * kVHalfBytes;
+  static constexpr int bytes(int q_buffers) {
+    return q_buffers * kQBytes + kStages * kStageBytes + 2 * (q_buffers + kStages) * 8 + 1024;
+  }
+  static constexpr int kQBuffers = bytes(2) <= kSmemLimit ? 2 : 1;
+  static constexpr int kSmemBytes = bytes(kQBuffers);
+  static constexpr int kRingBytes = kQBuffers * kQBytes;  // the K/V ring starts here
+  static_assert(kStages >= 2 && kSmemBytes <= kSmemLimit,
+                "the K/V ring must fit the 227 KB a block may opt into");
+};
+
+// The barriers at `base`: the Q ring's, then the K/V ring's (each ring as init_ring lays it out).
+template <int D>
+struct Barriers {
+  uint32_t base;
+  static constexpr int kQ = Layout<D>::kQBuffers;
+  __device__ __forceinline__ uint32_t q_full(int i) const { return base + (i % kQ) * 8; }
+  __device__ __forceinline__ uint32_t q_empty(int i) const { return base + (kQ + i % kQ) * 8; }
+  __device__ __forceinline__ uint32_t full(int slot) const { return base + (2 * kQ + slot % kStages) * 8; }
+  __device__ __forceinline__ uint32_t empty(int slot) const {
+    return base + (2 * kQ + kStages + slot % kStages) * 8;
+  }
+  // The parity of the phase that use number n of a ring position completes (n = index / depth).
+  __device__ __forceinline__ static uint32_t q_phase(int i) { return (i / kQ) & 1; }
+  __device__ __forceinline__ static uint32_t phase(int slot) { return (slot / kStages) & 1; }
+};
+
+struct Problem {
+  int seq, group;
+  float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
+  bool causal;
+  int heads, m_tiles, items;  // items = m_tiles * heads * batch
+  int unit;                   // items a block takes at a time (2 causal, 1 otherwise)
+};
+
+// Work item i: query tile m0 of head h of batch b. Items run head by head, so that the blocks
+// running at once share their heads' K and V in L2. Within a head a causal item's cost is its
+// number of key tiles, m + 1 for tile m, so causal items alternate heavy and light (tiles M - 1,
+// 0, M - 2, 1, ...) and a block takes them in pairs (`unit`) of nearly equal cost, M + 1 key tiles:
+// blocks that each take every grid-th pair then carry nearly equal loads, where every grid-th
+// single item (heavy first) left some blocks 12-20% more work than others.
+struct Work {
+  int m0, h, b, n_tiles;
+  __device__ __forceinline__ Work(const Problem& p, int item) {
+    const int hb = item / p.m_tiles, q = item % p.m_tiles;
+    m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
+    h = hb % p.heads;
+    b = hb / p.heads;
+    const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
+    n_tiles = (end + kKeys - 1) / kKeys;
+  }
+};
+
+struct Out {
+  void* o;
+  int64_t sb, sh, ss;
+};
+
+// Calls f(item, round) for this block's items in order (round counts them): units of p.unit
+// consecutive items, this block taking units blockIdx.x, + gridDim.x, ...
+template <class F>
+__device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
+  int round = 0;
+  for (int u = static_cast<int>(blockIdx.x); u * p.unit < p.items; u += static_cast<int>(gridDim.x))
+    for (int item = u * p.unit; item < min(p.items, (u + 1) * p.unit); ++item) f(item, round++);
+}
+
+}  // namespace ak_attention_sm90
