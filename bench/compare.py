@@ -108,7 +108,8 @@ FUNCTIONS = {
     "cross_entropy": lambda shape: cross_entropy,
     "rotary_embedding": lambda shape: rotary,
     "matmul": lambda shape: torch.matmul,
-    "flash_attention": lambda shape: attention("causal=0" not in shape, "kv_heads" in shape),
+    "flash_attention": lambda shape: attention(shape_params(shape).get("causal", 1) != 0,
+                                               "kv_heads" in shape_params(shape)),
     "fused_mlp": lambda shape: fused_mlp,
 }
 # The targets: (op, problem, dtype), in table order.

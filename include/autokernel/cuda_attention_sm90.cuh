@@ -311,8 +311,7 @@ int launch(const ak_call* call, Problem p) {
   p.heads = static_cast<int>(o.shape[1]);
   p.m_tiles = (p.seq + kRows - 1) / kRows;
   p.items = static_cast<int>(items);
-  p.unit = p.causal ? 2 : 1;
-  const int units = (p.items + p.unit - 1) / p.unit;
+  const int units = (p.items + p.unit() - 1) / p.unit();
   const int blocks =
       kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
   kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);

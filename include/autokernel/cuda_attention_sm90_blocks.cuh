@@ -158,13 +158,14 @@ struct Problem {
   float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
   bool causal;
   int heads, m_tiles, items;  // items = m_tiles * heads * batch
-  int unit;                   // items a block takes at a time (2 causal, 1 otherwise)
+  // Items a block takes at a time: causal ones in heavy/light pairs (Work).
+  __host__ __device__ int unit() const { return causal ? 2 : 1; }
 };
 
 // Work item i: query tile m0 of head h of batch b. Items run head by head, so that the blocks
 // running at once share their heads' K and V in L2. Within a head a causal item's cost is its
 // number of key tiles, m + 1 for tile m, so causal items alternate heavy and light (tiles M - 1,
-// 0, M - 2, 1, ...) and a block takes them in pairs (`unit`) of nearly equal cost, M + 1 key tiles:
+// 0, M - 2, 1, ...) and a block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles:
 // blocks that each take every grid-th pair then carry nearly equal loads, where every grid-th
 // single item (heavy first) left some blocks 12-20% more work than others.
 struct Work {
@@ -184,13 +185,14 @@ struct Out {
   int64_t sb, sh, ss;
 };
 
-// Calls f(item, round) for this block's items in order (round counts them): units of p.unit
+// Calls f(item, round) for this block's items in order (round counts them): units of p.unit()
 // consecutive items, this block taking units blockIdx.x, + gridDim.x, ...
 template <class F>
 __device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
+  const int unit = p.unit();
   int round = 0;
-  for (int u = static_cast<int>(blockIdx.x); u * p.unit < p.items; u += static_cast<int>(gridDim.x))
-    for (int item = u * p.unit; item < min(p.items, (u + 1) * p.unit); ++item) f(item, round++);
+  for (int u = static_cast<int>(blockIdx.x); u * unit < p.items; u += static_cast<int>(gridDim.x))
+    for (int item = u * unit; item < min(p.items, (u + 1) * unit); ++item) f(item, round++);
 }
 
 }  // namespace ak_attention_sm90

@@ -36,7 +36,7 @@
 //   PINGPONG wgmma only, 1: the two consumer warpgroups take turns on the tensor cores, one's
 //            softmax under the other's matrix products
 //   PERSISTENT wgmma only, 1: one block per SM walks the query tiles, loading the next tile's Q
-//            and K/V while the last one's output is stored (0: one block per query tile)
+//            and K/V while the last one's output is stored (0: one block per tile, or causal pair)
 //   EXP_POLY wgmma only: of every 4 exponentials, how many a polynomial computes on the FMA pipes
 //            (include/autokernel/exp2_poly.h) instead of MUFU, the special-function unit
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
@@ -344,7 +344,7 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
   if constexpr (sizeof(T) == 2) {
     if (mma_fits(a)) {
 #if PATH == 1
-      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0, 0};
+      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0};
       const int rc = a.dim == 64 ? ak_attention_sm90::launch<T, 64>(call, p)
                                  : ak_attention_sm90::launch<T, 128>(call, p);
       if (rc != AK_ERR_UNSUPPORTED) return rc;

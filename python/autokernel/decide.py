@@ -116,9 +116,9 @@ class Bench:
         self.compile_s[mode] = seconds
         self.compile_s_ever.append(seconds)
 
-    def affordable(self, mode):
+    def affordable(self, mode, measurements=1):
         budget = self.settings.budget_s
-        return not self.spent and (budget <= 0 or self.elapsed() + self.estimate(mode) <= budget)
+        return not self.spent and (budget <= 0 or self.elapsed() + measurements * self.estimate(mode) <= budget)
 
     def measure(self, mode, kernels=(), traced_only=False):
         """The model in `mode` with `kernels` applied (none: PyTorch alone; traced_only: PyTorch's
@@ -212,10 +212,9 @@ class Bench:
         reading of PyTorch alone read 4511 µs where another, on the same H200 type, read 3435.
         Returns the two measurements with their times the medians of all their readings."""
         readings = {"torch": [base.us], "ours": [ours.us]}
-        budget = self.settings.budget_s
         for _ in range(COMPILED_ROUNDS - 1):
-            if self.spent or (budget > 0 and self.elapsed() + 2 * self.estimate(mode) > budget):
-                break  # a round is two measurements
+            if not self.affordable(mode, measurements=2):  # a round is two measurements
+                break
             again, again_ours = self.measure(mode), self.measure(mode, kernels)
             if again.us is None or again_ours.us is None:
                 break
