@@ -91,10 +91,7 @@ struct Consumer {
       rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max) * p.scale_log2, shift[r]);
     }
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      const float x = fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]);
-      s[i] = i % 4 < kExpPoly ? ak_exp2::exp2_poly(x) : ak_cuda::fast_exp2(x);
-    }
+    for (int i = 0; i < 64; ++i) s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll

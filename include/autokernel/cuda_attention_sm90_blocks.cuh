@@ -16,7 +16,6 @@
 #include "autokernel/cuda_attention.cuh"
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_sm90.cuh"
-#include "autokernel/exp2_poly.h"
 
 namespace ak_attention_sm90 {
 
@@ -100,15 +99,7 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_PERSISTENT
 #define AK_ATTENTION_PERSISTENT 0
 #endif
-// Exponentials on the FMA pipes (exp2_poly.h): of every 4 scores, this many are exponentiated by
-// a polynomial and the rest by MUFU's ex2. At D = 64 a key tile's 16384 exponentials take MUFU
-// (16 a clock per SM) as long as its two products take the tensor cores.
-#ifndef AK_ATTENTION_EXP_POLY
-#define AK_ATTENTION_EXP_POLY 0
-#endif
 constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
-constexpr int kExpPoly = AK_ATTENTION_EXP_POLY;
-static_assert(kExpPoly >= 0 && kExpPoly <= 4, "EXP_POLY counts scores of every 4");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head

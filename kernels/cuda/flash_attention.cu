@@ -37,8 +37,6 @@
 //            softmax under the other's matrix products
 //   PERSISTENT wgmma only, 1: one block per SM walks the query tiles, loading the next tile's Q
 //            and K/V while the last one's output is stored (0: one block per tile, or causal pair)
-//   EXP_POLY wgmma only: of every 4 exponentials, how many a polynomial computes on the FMA pipes
-//            (include/autokernel/exp2_poly.h) instead of MUFU, the special-function unit
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -55,8 +53,6 @@
 // @require PINGPONG == 0 || PATH == 1
 // @tune PERSISTENT: 0, 1
 // @require PERSISTENT == 0 || PATH == 1
-// @tune EXP_POLY: 0, 1, 2
-// @require EXP_POLY == 0 || PATH == 1
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -75,14 +71,10 @@
 #ifndef PERSISTENT
 #define PERSISTENT 1
 #endif
-#ifndef EXP_POLY
-#define EXP_POLY 0
-#endif
 #if PATH == 1
 #define AK_ATTENTION_KV_STAGES STAGES
 #define AK_ATTENTION_PINGPONG PINGPONG
 #define AK_ATTENTION_PERSISTENT PERSISTENT
-#define AK_ATTENTION_EXP_POLY EXP_POLY
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M
