@@ -12,7 +12,10 @@ export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 # build_autokernel [TESTS=ON|OFF] [ninja targets...]: configure build-gpu (warnings as errors) and
 # build the targets (default: the CLI); the log goes to $OUT/build.log, its tail to the terminal
 # on failure. Returns non-zero on failure, so callers say `build_autokernel ... || exit 1`.
+# AK_PREBUILT=1 (bench/gpu_pair.sh, which built everything once): nothing is configured or built,
+# so that two scripts running at once on two GPUs do not reconfigure one tree under each other.
 build_autokernel() {
+  [[ ${AK_PREBUILT:-0} == 1 ]] && return 0
   local tests=${1:-OFF}
   shift || true
   local targets=("$@")

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Two bench scripts at once on a machine of two GPUs (nvidia-h100-x2), one per GPU, from one build:
+# a device call's minutes serve two single-GPU jobs. The CLI and the GPU tests are built once;
+# each command then runs with CUDA_VISIBLE_DEVICES set to its GPU, AK_PREBUILT=1 (its own
+# build_autokernel does nothing) and OUT=$OUT/gpu0 or $OUT/gpu1. Both are waited for; the tail of
+# each one's output comes last. Timings from the two GPUs are taken side by side: compare a figure
+# only with one measured on the same GPU in the same command.
+#   run(command="bash bench/gpu_pair.sh 'MODE=fastp bash bench/gpu_kernelbench.sh' 'OPS=flash_attention bash bench/gpu_matmul.sh'",
+#       kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+(($# == 2)) || { echo "usage: bash bench/gpu_pair.sh 'COMMAND FOR GPU 0' 'COMMAND FOR GPU 1'" >&2; exit 2; }
+source bench/gpu_env.sh
+(($(nvidia-smi -L | wc -l) >= 2)) || { echo "gpu_pair.sh: this machine has fewer than two GPUs" >&2; exit 2; }
+echo "== build (CLI and GPU tests)"
+build_autokernel ON autokernel autokernel_gpu_tests || exit 1
+pids=()
+for gpu in 0 1; do
+  mkdir -p "$OUT/gpu$gpu"
+  command=$([[ $gpu == 0 ]] && echo "$1" || echo "$2")
+  echo "== gpu$gpu: $command"
+  CUDA_VISIBLE_DEVICES=$gpu AK_PREBUILT=1 OUT=$OUT/gpu$gpu bash -c "$command" >"$OUT/gpu$gpu/stdout.txt" 2>&1 &
+  pids+=($!)
+done
+status=0
+for gpu in 0 1; do
+  wait "${pids[$gpu]}"
+  code=$?
+  ((code != 0)) && status=1
+  echo "== gpu$gpu exit $code"
+  tail -40 "$OUT/gpu$gpu/stdout.txt"
+done
+exit $status
