@@ -46,8 +46,31 @@ ExperimentRequest kernel_request(const RunState& state, const KernelState& kerne
   return req;
 }
 
+EvaluateOptions kernel_options(const RunState& state, const KernelState& kernel, const LoopEnvironment& env) {
+  EvaluateOptions options;
+  options.request = kernel_request(state, kernel, env);
+  options.arch = env.arch;
+  options.timeout = env.timeout;
+  return options;
+}
+
+SessionShared::~SessionShared() {
+  for (auto& [name, build] : starters)
+    if (build.valid()) build.wait();
+}
+
+// The same candidate and options as the session's baseline (KernelSession's constructor), so
+// that its session takes this build instead of starting one.
+void start_starter_builds(const RunState& state, const LoopEnvironment& env, SessionShared& shared) {
+  for (const KernelState& kernel : state.kernels) {
+    if (!kernel.done.empty() || kernel.experiments > 0 || shared.starters.contains(kernel.name)) continue;
+    shared.starters.emplace(kernel.name, env.executor->build(Candidate{env.workspace / kernel.file, Config{}},
+                                                             kernel_options(state, kernel, env)));
+  }
+}
+
 KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env,
-                             const LoopClock& clock, std::deque<MeasureDone>* others)
+                             const LoopClock& clock, SessionShared& shared)
     : state_(state),
       kernel_(kernel),
       env_(env),
@@ -55,12 +78,10 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
       executor_(*env.executor),
       repo_(env.workspace),
       source_(env.workspace / kernel.file),
-      others_(others) {
+      options_(kernel_options(state, kernel, env)),
+      shared_(shared) {
   const Op& op = find_op(kernel.op);
-  options_.request = kernel_request(state, kernel, env);
   const ExperimentRequest& req = options_.request;
-  options_.arch = env.arch;
-  options_.timeout = env.timeout;
 
   const std::string text = read_text_file(source_);
   space_ = parse_tune_space(text);
@@ -81,7 +102,7 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
   if (kernel.experiments == 0) {
     history_.push_back({defaults_.value_or(Config{}), false, 0, true});
     Pending baseline{{Config{}, false, std::nullopt, "baseline"}, {}, history_.size() - 1};
-    start_build(baseline);
+    take_starter_build(baseline);
     pipeline_.push_back(std::move(baseline));
   }
 }
@@ -126,6 +147,13 @@ void KernelSession::start_build(Pending& pending) {
   pending.build = executor_.build(Candidate{source_, pending.proposal.config}, options_);
 }
 
+void KernelSession::take_starter_build(Pending& baseline) {
+  const auto started = shared_.starters.find(kernel_.name);
+  if (started == shared_.starters.end()) return start_build(baseline);
+  baseline.build = std::move(started->second);
+  shared_.starters.erase(started);
+}
+
 bool KernelSession::has_result() const {
   return std::any_of(history_.begin(), history_.end(), [](const Trial& t) { return !t.pending; });
 }
@@ -146,12 +174,15 @@ bool KernelSession::may_submit(int starts_left) const {
 
 // As many candidates building ahead as keep every worker busy: each worker needs a new module
 // every measurement, and a build takes build/measure measurements' time (at least three ahead, as
-// one worker always had; at most eight per worker, or proposals go stale).
+// one worker always had; at most eight per worker, or proposals go stale). The times are this
+// session's once it has its own (a kernel's builds may be slower than another's), else the run's.
 size_t KernelSession::builds_ahead() const {
+  const RunningMean& build = build_seconds_.count > 0 ? build_seconds_ : shared_.build_seconds;
+  const RunningMean& measure = measure_seconds_.count > 0 ? measure_seconds_ : shared_.measure_seconds;
   const size_t workers = executor_.workers().size();
   size_t per_worker = 1;
-  if (build_seconds_.count > 0 && measure_seconds_.count > 0 && measure_seconds_.mean() > 0)
-    per_worker += static_cast<size_t>(std::ceil(build_seconds_.mean() / measure_seconds_.mean()));
+  if (build.count > 0 && measure.count > 0 && measure.mean() > 0)
+    per_worker += static_cast<size_t>(std::ceil(build.mean() / measure.mean()));
   return std::clamp(workers * per_worker, std::max<size_t>(workers, 3), 8 * workers);
 }
 
@@ -198,7 +229,7 @@ std::string KernelSession::config_of(const Measuring& measuring) const {
 void KernelSession::finish(MeasureDone done) {
   const auto ticket = tickets_.find(done.ticket);
   if (ticket == tickets_.end()) {  // another session's (measured ahead): kept for it
-    if (others_) others_->push_back(std::move(done));
+    shared_.others.push_back(std::move(done));
     return;
   }
   const uint64_t seq = ticket->second;
@@ -207,8 +238,12 @@ void KernelSession::finish(MeasureDone done) {
   ExperimentResult result = std::move(done.result);
   result.compile_seconds = measuring.built.build->seconds;
   result.compile_cached = measuring.built.build->cached;
-  if (!result.compile_cached) build_seconds_.add(result.compile_seconds);
+  if (!result.compile_cached) {
+    build_seconds_.add(result.compile_seconds);
+    shared_.build_seconds.add(result.compile_seconds);
+  }
   measure_seconds_.add(done.seconds);
+  shared_.measure_seconds.add(done.seconds);
   if (first_result_s_ == 0)
     first_result_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   // The machinery died under it, not the kernel: once more, on whichever other worker is free
@@ -298,14 +333,13 @@ void KernelSession::run(const std::function<bool(double)>& stop, const std::func
 
 void KernelSession::await_result() {
   constexpr std::chrono::seconds kSayEvery{30};
-  if (others_) {  // finished while another session awaited its own
-    const auto mine = std::find_if(others_->begin(), others_->end(),
-                                   [&](const MeasureDone& d) { return tickets_.contains(d.ticket); });
-    if (mine != others_->end()) {
-      MeasureDone done = std::move(*mine);
-      others_->erase(mine);
-      return finish(std::move(done));
-    }
+  auto& others = shared_.others;  // finished while another session awaited its own
+  const auto mine = std::find_if(others.begin(), others.end(),
+                                 [&](const MeasureDone& d) { return tickets_.contains(d.ticket); });
+  if (mine != others.end()) {
+    MeasureDone done = std::move(*mine);
+    others.erase(mine);
+    return finish(std::move(done));
   }
   while (true) {
     if (auto done = executor_.next(kSayEvery)) return finish(std::move(*done));

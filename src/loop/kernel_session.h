@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "loop/executor.h"
 #include "loop/git_repo.h"
@@ -26,13 +27,44 @@ struct LoopClock {
 // stages, timing and ceilings.
 ExperimentRequest kernel_request(const RunState& state, const KernelState& kernel,
                                  const LoopEnvironment& env);
+// What a session of `kernel` builds and measures with: kernel_request, the architecture, the timeout.
+EvaluateOptions kernel_options(const RunState& state, const KernelState& kernel, const LoopEnvironment& env);
+
+struct RunningMean {
+  double sum = 0;
+  int count = 0;
+  void add(double v) { sum += v, ++count; }
+  double mean() const { return count ? sum / count : 0; }
+};
+
+// What the sessions of one run share (run_loop owns it, and outlives them).
+struct SessionShared {
+  SessionShared() = default;
+  ~SessionShared();  // waits for starter builds no session took (they fill the compile cache); never throws
+  SessionShared(const SessionShared&) = delete;
+  SessionShared& operator=(const SessionShared&) = delete;
+
+  // A result of one session's measurement that another meets while awaiting its own.
+  std::deque<MeasureDone> others;
+  // Starters' builds by kernel name, started at the run's start: a session takes its own, since
+  // building it again before it ends would compile it twice (the cache has it only once built).
+  std::map<std::string, std::future<BuiltCandidate>> starters;
+  // Uncached builds and measurements over the run: a new session, with none of its own yet,
+  // builds ahead as these ask, rather than ramping up from three after every switch.
+  RunningMean build_seconds, measure_seconds;
+};
+
+// Starts the build of every active kernel's starter not yet measured (the build its first session
+// would start), all at once: else the baselines go at the compiler's pace, however many workers
+// measure them. The executor's build pool bounds how many compile at a time.
+void start_starter_builds(const RunState& state, const LoopEnvironment& env, SessionShared& shared);
 
 class KernelSession {
  public:
-  // `others`: where a result of another session's measurement goes when this one meets it, and
-  // where this one looks for its own first (sessions whose measurements overlap at a switch).
+  // `shared`: the run's starter builds, build and measurement times, and the results of other
+  // sessions' measurements (sessions whose measurements overlap at a switch).
   KernelSession(RunState& state, KernelState& kernel, const LoopEnvironment& env, const LoopClock& clock,
-                std::deque<MeasureDone>* others = nullptr);
+                SessionShared& shared);
   ~KernelSession();  // waits for builds still in flight (they fill the compile cache); never throws
   KernelSession(const KernelSession&) = delete;
   KernelSession& operator=(const KernelSession&) = delete;
@@ -94,6 +126,7 @@ class KernelSession {
   void record(const Measuring& measuring, const ExperimentResult& result, int worker);
   std::string config_of(const Measuring& measuring) const;
   void start_build(Pending& pending);
+  void take_starter_build(Pending& baseline);
   int worker_index(const std::string& name) const;
   std::string commit_message(int experiment, const Proposal& proposal, const ExperimentResult& result,
                              const std::string& decision) const;
@@ -114,20 +147,14 @@ class KernelSession {
   std::map<uint64_t, Measuring> in_order_;  // by proposal order: measuring, or waiting to be recorded
   std::map<uint64_t, uint64_t> tickets_;    // a measurement in flight -> its place in in_order_
   uint64_t next_seq_ = 0;
-  struct Mean {
-    double sum = 0;
-    int count = 0;
-    void add(double v) { sum += v, ++count; }
-    double mean() const { return count ? sum / count : 0; }
-  };
-  Mean build_seconds_, measure_seconds_;  // uncached builds; measurements on a worker
+  RunningMean build_seconds_, measure_seconds_;  // uncached builds; measurements on a worker
   double expected_next_seconds() const;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   double first_result_s_ = 0;
   std::string last_report_;
   bool exhausted_ = false;
   bool defer_records_ = false;  // prebuild: nothing is recorded before run()
-  std::deque<MeasureDone>* others_ = nullptr;
+  SessionShared& shared_;
 };
 
 }  // namespace ak

@@ -1,7 +1,6 @@
 #include "loop/orchestrator.h"
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 #include <memory>
 
@@ -51,11 +50,12 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
   // else a kernel switch waits seconds for them on every worker but the one that timed its baseline.
   for (const KernelState& kernel : state.kernels)
     if (kernel.done.empty()) env.executor->prepare(kernel_request(state, kernel, env));
+  SessionShared shared;  // declared before the sessions: they use it until they end
+  start_starter_builds(state, env, shared);
   double kernel_start_s = 0;  // a kernel's first result: its build, references and measurement
   // The session guessed to come next, its first builds started while the last one drained (and
-  // its baseline measured, on a time budget); results of one session that another meets.
+  // its baseline measured, on a time budget).
   std::unique_ptr<KernelSession> next;
-  std::deque<MeasureDone> others;
   // A session with measurements in flight is never dropped: they are awaited and recorded.
   const auto finish_off = [&](std::unique_ptr<KernelSession>& session) {
     if (session) session->run([](double) { return true; }, [] { return std::numeric_limits<int>::max(); });
@@ -71,7 +71,7 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     std::unique_ptr<KernelSession> session = std::move(next);
     if (!session || &session->kernel() != kernel) {
       finish_off(session);  // a wrong guess: its builds are in the compile cache
-      session = std::make_unique<KernelSession>(state, *kernel, env, clock, &others);
+      session = std::make_unique<KernelSession>(state, *kernel, env, clock, shared);
     }
     const auto starts_left = [&] {
       return env.session_max_experiments > 0
@@ -83,7 +83,7 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     const auto prepare_next = [&] {
       if (session_over(kernel_start_s)) return;
       if (KernelState* guess = pick_next(state, kernel)) {
-        next = std::make_unique<KernelSession>(state, *guess, env, clock, &others);
+        next = std::make_unique<KernelSession>(state, *guess, env, clock, shared);
         // Its first experiment (a baseline, or the first of its search) on a worker this one's
         // last measurements leave free; not on a budget counted in experiments, which it could
         // overrun. A wrong guess's experiment is recorded all the same (finish_off).
@@ -97,6 +97,7 @@ void run_loop(RunState& state, const LoopEnvironment& env) {
     if (env.on_kernel) env.on_kernel(*kernel, false);
   }
   finish_off(next);  // a baseline measured ahead, when the budget ended first
+  // Starters no session took (the run ended first) are awaited as `shared` ends.
 }
 
 }  // namespace ak

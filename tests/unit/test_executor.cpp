@@ -47,13 +47,17 @@ TEST(Executor, EachMeasuringWorkerGetsTwoCoresOfItsOwnAndTheBuildsTheRest) {
 
 // Workers that answer at once: PASS with the time `time_us(module, worker)`, or LOST when
 // `lose(module, nth)` says so (nth: the order of the measurement, from 1). Builds name their
-// module after the configuration.
+// module after the configuration and are ready at once, saying they took `build_seconds`.
 class ScriptedExecutor final : public WorkerPool {
  public:
   using TimeOf = std::function<double(const std::string& module, int worker)>;
   ScriptedExecutor(int workers, TimeOf time_us) : time_us_(std::move(time_us)) {
     std::vector<WorkerInfo> infos;
-    for (int w = 0; w < workers; ++w) infos.push_back({"w" + std::to_string(w), "test", w, "Test GPU"});
+    for (int w = 0; w < workers; ++w) {
+      std::string name = "w";  // not "w" + to_string(w): GCC 12's -Wrestrict misfires on it when inlined
+      name += std::to_string(w);
+      infos.push_back({name, "test", w, "Test GPU"});
+    }
     start_workers(std::move(infos));
   }
   ~ScriptedExecutor() override { stop_workers(); }
@@ -62,16 +66,19 @@ class ScriptedExecutor final : public WorkerPool {
     {
       std::lock_guard lock(mutex_);
       events.push_back("build " + candidate.source.parent_path().filename().string());
+      if (candidate.defines.empty()) starter_builds[candidate.source.parent_path().filename().string()] += 1;
     }
     std::string name = "module";
     for (const auto& [key, value] : candidate.defines) name += " " + key + "=" + value;
     std::promise<BuiltCandidate> built;
-    built.set_value(BuiltCandidate{BuildResult{name, true, 0, ""}, {}});
+    built.set_value(BuiltCandidate{BuildResult{name, build_seconds == 0, build_seconds, ""}, {}});
     return built.get_future();
   }
 
   std::function<bool(const std::string&, int)> lose = [](const std::string&, int) { return false; };
-  std::vector<int> delay_ms;  // per worker: how long its measurements take
+  std::vector<int> delay_ms;                  // per worker: how long its measurements take
+  double build_seconds = 0;                   // what each build says it took; 0: a compile-cache hit
+  std::map<std::string, int> starter_builds;  // per kernel: builds of its starter (no definitions)
   std::map<int, int> jobs_per_worker;
   std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
   // "build KERNEL" as a build starts, "start SHAPE" and "measured SHAPE" as a measurement starts
@@ -142,17 +149,18 @@ struct LoopRun {
   RunState state;
 };
 
-// One kernel, "sum" (reduce 48x1024); with `second`, "sum2" too (reduce 48x512).
-LoopRun start_loop(const std::string& name, bool second = false) {
+// The first `kernels` of "sum" (reduce 48x1024), "sum2" (reduce 48x512) and "sum3" (reduce 48x256).
+LoopRun start_loop(const std::string& name, int kernels = 1) {
   LoopRun run{test::scratch_dir(name) / "workspace", {}};
   Plan plan{"test", false, {}};
-  for (const std::string kernel : {"sum", "sum2"}) {
-    if (kernel == "sum2" && !second) break;
+  const std::vector<std::pair<std::string, std::string>> all{
+      {"sum", "48x1024"}, {"sum2", "48x512"}, {"sum3", "48x256"}};
+  for (const auto& [kernel, shape] : std::vector(all.begin(), all.begin() + kernels)) {
     std::filesystem::create_directories(run.ws / "kernels" / kernel);
     std::filesystem::copy_file(test::kernel("loop_modes.cpp"),
                                run.ws / "kernels" / kernel / (kernel + ".cpp"));
-    plan.kernels.push_back({kernel, "reduce", "kernels/" + kernel + "/" + kernel + ".cpp",
-                            kernel == "sum" ? "48x1024" : "48x512", "fp32", 0.5});
+    plan.kernels.push_back(
+        {kernel, "reduce", "kernels/" + kernel + "/" + kernel + ".cpp", shape, "fp32", 0.5});
   }
   LoopSettings settings;
   settings.strategy = "exhaustive";
@@ -280,7 +288,7 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
 TEST(Executor, TheNextKernelsBuildsStartWhileTheLastMeasurementsFinish) {
   ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {100};
-  LoopRun run = start_loop("executor-prebuild", true);
+  LoopRun run = start_loop("executor-prebuild", 2);
   run_with(run, executor, 60);
   const auto& events = executor.events;
   const auto at = [&](const std::string& event) {
@@ -301,13 +309,63 @@ TEST(Executor, TheNextKernelsBuildsStartWhileTheLastMeasurementsFinish) {
       << "no build of " << other << " before " << searched << "'s session ended";
 }
 
+// Every kernel's starter build starts with the run, not with its session: else the baselines go
+// at the compiler's pace, one build per session, however many workers measure them. Each is built
+// once (its session takes that build), also when the run ends before its session.
+TEST(Executor, EveryKernelsStarterBuildsBeforeTheFirstMeasurementEnds) {
+  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {100};
+  LoopRun run = start_loop("executor-starters", 3);
+  run_with(run, executor, 6);
+  ASSERT_EQ(read_results(run.ws / kResultsFile).size(), 6u);
+  const auto& events = executor.events;
+  const auto at = [&](const std::string& event) {
+    return std::find(events.begin(), events.end(), event) - events.begin();
+  };
+  for (const std::string kernel : {"sum", "sum2", "sum3"}) {
+    EXPECT_LT(at("build " + kernel), at("measured 48x1024"))
+        << kernel << "'s starter built only after the first measurement";
+    EXPECT_EQ(executor.starter_builds[kernel], 1) << kernel;
+  }
+
+  ScriptedExecutor early(1, [](const std::string&, int) { return 100.0; });
+  LoopRun short_run = start_loop("executor-starters-early", 3);
+  run_with(short_run, early, 1);
+  EXPECT_EQ(read_results(short_run.ws / kResultsFile).size(), 1u);
+  for (const std::string kernel : {"sum", "sum2", "sum3"})
+    EXPECT_EQ(early.starter_builds[kernel], 1) << kernel;
+}
+
+// Builds take twice a measurement: a session builds ahead as the run's times so far ask from its
+// first refill (here 3 per worker), not max(workers, 3) until results of its own come.
+TEST(Executor, ANewSessionBuildsAheadAsTheRunsTimesAskFromItsStart) {
+  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
+  executor.delay_ms = {100, 100};
+  executor.build_seconds = 0.2;
+  LoopRun run = start_loop("executor-ramp", 2);
+  run_with(run, executor, 60);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_GT(rows.size(), 4u);
+  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
+  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
+  // The next kernel's builds while the searched one's last measurements finish: its baseline's,
+  // then its session's first refill (KernelSession::prebuild).
+  const auto& events = executor.events;
+  const std::string measured = "measured " + std::string(searched == "sum" ? "48x1024" : "48x512");
+  const auto last_measured = std::find(events.rbegin(), events.rend(), measured);
+  ASSERT_NE(last_measured, events.rend());
+  const auto ahead = std::count(events.begin(), last_measured.base() - 1, "build " + other) - 1;
+  EXPECT_GT(ahead, 3) << other << "'s first refill built no more ahead than a session with no times";
+  EXPECT_LE(ahead, 16);
+}
+
 // On a time budget with two workers, the second kernel's baseline is measured beside the first's
 // (one worker would have waited for the other); both are recorded in order, and nothing measured
 // goes unrecorded, the baseline measured ahead when the budget ends included.
 TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
   ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {300, 300};
-  LoopRun run = start_loop("executor-baselines", true);
+  LoopRun run = start_loop("executor-baselines", 2);
   run_with(run, executor, 0, 1.0);
   const auto rows = read_results(run.ws / kResultsFile);
   ASSERT_GE(rows.size(), 2u);
@@ -328,7 +386,7 @@ TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
 TEST(Executor, TheNextKernelsFirstSearchIsMeasuredWhileTheLastOnesFinish) {
   ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
   executor.delay_ms = {150, 150};
-  LoopRun run = start_loop("executor-switch", true);
+  LoopRun run = start_loop("executor-switch", 2);
   run_with(run, executor, 0, 30.0);
   const auto rows = read_results(run.ws / kResultsFile);
   ASSERT_GT(rows.size(), 4u);
