@@ -19,6 +19,7 @@
 # What does not fit in the deadline is skipped and says so in the table; a later call can go
 # deeper on fewer models, e.g.
 #   PARTS="llama" LLAMA_MODES=max-autotune-no-cudagraphs OPTIMIZE_BUDGET=60s bash bench/gpu_bridge.sh
+# fused_mlp alone in and out of torch.compile's graphs (host and GPU time, profiles): bench/gpu_mlp_in_graph.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh

@@ -4,7 +4,8 @@
 # each command then runs with CUDA_VISIBLE_DEVICES set to its GPU, AK_PREBUILT=1 (its own
 # build_autokernel does nothing) and OUT=$OUT/gpu0 or $OUT/gpu1. Both are waited for; the tail of
 # each one's output comes last. Timings from the two GPUs are taken side by side: compare a figure
-# only with one measured on the same GPU in the same command.
+# only with one measured on the same GPU in the same command. Each GPU's files come back as one
+# archive, $OUT/gpu0.tar.gz and $OUT/gpu1.tar.gz.
 #   run(command="bash bench/gpu_pair.sh 'MODE=fastp bash bench/gpu_kernelbench.sh' 'OPS=flash_attention bash bench/gpu_matmul.sh'",
 #       kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
 set -uo pipefail
@@ -29,5 +30,9 @@ for gpu in 0 1; do
   ((code != 0)) && status=1
   echo "== gpu$gpu exit $code"
   tail -40 "$OUT/gpu$gpu/stdout.txt"
+done
+# A device call brings back 8 files at most, none deep: each GPU's folder travels as one archive.
+for gpu in 0 1; do
+  tar -C "$OUT" -czf "$OUT/gpu$gpu.tar.gz" "gpu$gpu" && rm -rf "${OUT:?}/gpu$gpu"
 done
 exit $status
