@@ -38,6 +38,8 @@
 // 8 j + 2 (lane % 4) + {0, 1} of those two rows.
 #pragma once
 
+#include <algorithm>
+
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_sm90.cuh"
 
@@ -293,6 +295,27 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   const unsigned blocks = static_cast<unsigned>(tiles < sms ? tiles : sms);
   kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], g, epi);
   return ak_cuda::check_launch();
+}
+
+// 192 or 256: the width whose 128-row tiles, rounded up to whole waves of one tile per SM, cover
+// the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over more of
+// B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for 4096^3
+// and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
+inline int auto_tile_width(int m, int n) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  const auto cost = [&](int width, double per_column) {
+    const int64_t tiles = static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
+    return static_cast<double>((tiles + sms - 1) / sms) * width * per_column;
+  };
+  return cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+}
+
+// One B matrix at auto_tile_width's width: 192 with 4 stages or 256 with 3, each with room for
+// the TMA store's staging tiles beside its stages.
+template <typename T, BLayout L, bool Staged, class Epi>
+int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream) {
+  if (auto_tile_width(p.m, p.n) == 192) return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream);
+  return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream);
 }
 
 }  // namespace sm90

@@ -18,9 +18,10 @@
 //   wgmma   fp16/bf16 when WGMMA = 1 and the bases and row strides are 16-byte aligned (any
 //           M, D, F): Hopper warpgroup MMA with TMA and an mbarrier pipeline on a persistent
 //           grid (include/autokernel/cuda_gemm_sm90.cuh); up takes 128 x 128 tiles of gate and
-//           of up (two m64n128 accumulators per consumer thread), down 128 x 256 tiles (128 x
-//           128 with TMA_STORE), both 64 deep, STAGES stages. Other calls take the mma variants
-//           with their default tiles.
+//           of up (two m64n128 accumulators per consumer thread), STAGES stages; down 128 x 192
+//           tiles with 4 stages or 128 x 256 with 3, whichever covers y's columns in fewer whole
+//           waves (sm90::auto_tile_width, as matmul's BLOCK_N = 0); both 64 deep. Other calls take
+//           the mma variants with their default tiles.
 //   simt    fp32 FFMA: 128 x 64 tiles (per weight matrix) for up, 128 x 128 for down.
 // No split-K, no atomics: repeated runs are bitwise equal.
 //
@@ -32,7 +33,7 @@
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tiles are fixed (BLOCK_M x BLOCK_N x BLOCK_K =
-//                     128 x 128 x 64 there, WARPS_* at 2 x 4); STAGES still sets its depth
+//                     128 x 128 x 64 there, WARPS_* at 2 x 4); STAGES still sets up's depth
 //   TMA_STORE         wgmma only, 1: up and down store their outputs through two 64 x BN
 //                     staging tiles by TMA, overlapped with their next tiles (a launch whose
 //                     stages leave no room for them stores from registers); 0: from registers
@@ -93,19 +94,30 @@ using UpTile = std::conditional_t<WGMMA != 0, MmaTile<128, 64, 32, 2, 4, 4>,
 using DownTile = std::conditional_t<WGMMA != 0, MmaTile<128, 128, 32, 2, 4, 4>,
                                     MmaTile<BLOCK_M, 2 * BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>>;
 
-// down's wgmma tile width: 128 where its outputs go through the TMA store's staging tiles (256
-// would leave too little shared memory for them beside the stages).
-constexpr int kDownN = TMA_STORE != 0 ? 128 : 256;
-
-template <typename T, int NB, int BN, class Tile, class Epi>
-int launch_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream) {
+// up: both B matrices in 128-wide tiles (two accumulators per thread), STAGES deep.
+template <typename T, class Epi>
+int launch_up(const GemmProblem<T, 2>& p, const Epi& epi, cudaStream_t stream) {
   if constexpr (WGMMA != 0) {
     if (sm90::wgmma_eligible(p)) {
-      const int rc = sm90::launch_wgmma_gemm<T, BLayout::NK, NB, BN, STAGES, TMA_STORE != 0>(p, epi, stream);
+      const int rc = sm90::launch_wgmma_gemm<T, BLayout::NK, 2, 128, STAGES, TMA_STORE != 0>(p, epi, stream);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
   }
-  return launch_mma_gemm<T, BLayout::NK, NB, Tile>(p, epi, stream);
+  return launch_mma_gemm<T, BLayout::NK, 2, UpTile>(p, epi, stream);
+}
+
+// down: as matmul's BLOCK_N = 0, 192- or 256-wide tiles, whichever covers y's columns in fewer
+// whole waves (at the compact LLaMA's 4096 x 768, 128 tiles of 192: one wave where 128-wide tiles
+// took 1.45).
+template <typename T>
+int launch_down(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
+  if constexpr (WGMMA != 0) {
+    if (sm90::wgmma_eligible(p)) {
+      const int rc = sm90::launch_wgmma_gemm_auto_width<T, BLayout::NK, TMA_STORE != 0>(p, store, stream);
+      if (rc != AK_ERR_UNSUPPORTED) return rc;
+    }
+  }
+  return launch_mma_gemm<T, BLayout::NK, 1, DownTile>(p, store, stream);
 }
 
 // h[m, f] = silu(gate) * up, in fp32, rounded once to T. Saturates cleanly: exp(-g) = inf for
@@ -169,8 +181,8 @@ int launch_both(const ak_call* call, T* h, cudaStream_t stream) {
     rc = launch_simt_gemm<BLayout::NK, 2>(up, swiglu, stream);
     if (rc == AK_OK) rc = launch_simt_gemm<BLayout::NK, 1>(down, store, stream);
   } else {
-    rc = launch_gemm<T, 2, 128, UpTile>(up, swiglu, stream);
-    if (rc == AK_OK) rc = launch_gemm<T, 1, kDownN, DownTile>(down, store, stream);
+    rc = launch_up(up, swiglu, stream);
+    if (rc == AK_OK) rc = launch_down(down, store, stream);
   }
   return rc;
 }

@@ -50,7 +50,7 @@
 // all but SPLIT_K and TF32X3, fp16/bf16 ignore those two):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
-//                     needs fewer tile columns over whole waves (auto_tile_width below)
+//                     needs fewer tile columns over whole waves (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
@@ -162,26 +162,11 @@ std::optional<BLayout> layout_of(const ak_call* call) {
 
 static_assert(BLOCK_N != 0 || WGMMA != 0, "BLOCK_N = 0 (picked per call) is a wgmma tile width");
 
-// 192 or 256, for BLOCK_N = 0: the width whose tiles, rounded up to whole waves of one tile per
-// SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over
-// more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for
-// 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
-[[maybe_unused]] int auto_tile_width(int m, int n) {
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  const auto cost = [&](int width, double per_column) {
-    const int64_t tiles = static_cast<int64_t>((m + 127) / 128) * ((n + width - 1) / width);
-    return static_cast<double>((tiles + sms - 1) / sms) * width * per_column;
-  };
-  return cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
-}
-
 template <typename T, BLayout L>
 int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr bool kStaged = TMA_STORE != 0;
   if constexpr (BLOCK_N == 0) {
-    if (auto_tile_width(p.m, p.n) == 192)
-      return sm90::launch_wgmma_gemm<T, L, 1, 192, 4, kStaged>(p, store, stream);
-    return sm90::launch_wgmma_gemm<T, L, 1, 256, 3, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged>(p, store, stream);
   } else {
     return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged>(p, store, stream);
   }

@@ -109,10 +109,14 @@ TEST_F(CudaHarness, MatmulTakesALinearsWeightThroughEveryStage) {
   }
 }
 
-TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {  // TMA_STORE is its default
-  const auto j =
-      bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", "1000x256x520");
-  EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);
+// TMA_STORE is its default. down's tile width is picked per call: 192 at D = 256 (two tiles, the
+// second ragged), 256 at D = 4096 on an H100 or H200 (16 x 16 tiles: two waves of 132 SMs, where
+// 192 would take three).
+TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {
+  for (const std::string shape : {"1000x256x520", "2048x4096x520"}) {
+    const auto j = bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", shape);
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
+  }
 }
 
 // The wgmma variant at head dimensions 128 and 64 (one 64-column slab of Q, K and V, P V 64 wide:
