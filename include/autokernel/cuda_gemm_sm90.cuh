@@ -297,25 +297,34 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   return ak_cuda::check_launch();
 }
 
-// 192 or 256: the width whose 128-row tiles, rounded up to whole waves of one tile per SM, cover
-// the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over more of
-// B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for 4096^3
-// and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
+// 64, 192 or 256: the width whose 128-row tiles, rounded up to whole waves of one tile per SM,
+// cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over
+// more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for
+// 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
+// Where that width's tiles would leave more than half the SMs idle and 64-wide tiles still make
+// one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64 9.7 (cuBLAS
+// 9.1; same session).
 inline int auto_tile_width(int m, int n) {
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  const auto cost = [&](int width, double per_column) {
-    const int64_t tiles = static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
-    return static_cast<double>((tiles + sms - 1) / sms) * width * per_column;
+  const auto tiles = [&](int width) {
+    return static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
   };
-  return cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+  const auto cost = [&](int width, double per_column) {
+    return static_cast<double>((tiles(width) + sms - 1) / sms) * width * per_column;
+  };
+  const int width = cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+  return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
 }
 
-// One B matrix at auto_tile_width's width: 192 with 4 stages or 256 with 3, each with room for
-// the TMA store's staging tiles beside its stages.
+// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4 or 256 with 3, each with
+// room for the TMA store's staging tiles beside its stages.
 template <typename T, BLayout L, bool Staged, class Epi>
 int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream) {
-  if (auto_tile_width(p.m, p.n) == 192) return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream);
-  return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream);
+  switch (auto_tile_width(p.m, p.n)) {
+    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged>(p, epi, stream);
+    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream);
+    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream);
+  }
 }
 
 }  // namespace sm90

@@ -18,10 +18,10 @@
 //   wgmma   fp16/bf16 when WGMMA = 1 and the bases and row strides are 16-byte aligned (any
 //           M, D, F): Hopper warpgroup MMA with TMA and an mbarrier pipeline on a persistent
 //           grid (include/autokernel/cuda_gemm_sm90.cuh); up takes 128 x 128 tiles of gate and
-//           of up (two m64n128 accumulators per consumer thread), STAGES stages; down 128 x 192
-//           tiles with 4 stages or 128 x 256 with 3, whichever covers y's columns in fewer whole
-//           waves (sm90::auto_tile_width, as matmul's BLOCK_N = 0); both 64 deep. Other calls take
-//           the mma variants with their default tiles.
+//           of up (two m64n128 accumulators per consumer thread), STAGES stages; down 128 x 64,
+//           128 x 192 or 128 x 256 tiles with 5, 4 or 3 stages, the width per call as matmul's
+//           BLOCK_N = 0 (sm90::auto_tile_width); both 64 deep. Other calls take the mma variants
+//           with their default tiles.
 //   simt    fp32 FFMA: 128 x 64 tiles (per weight matrix) for up, 128 x 128 for down.
 // No split-K, no atomics: repeated runs are bitwise equal.
 //
@@ -106,9 +106,8 @@ int launch_up(const GemmProblem<T, 2>& p, const Epi& epi, cudaStream_t stream) {
   return launch_mma_gemm<T, BLayout::NK, 2, UpTile>(p, epi, stream);
 }
 
-// down: as matmul's BLOCK_N = 0, 192- or 256-wide tiles, whichever covers y's columns in fewer
-// whole waves (at the compact LLaMA's 4096 x 768, 128 tiles of 192: one wave where 128-wide tiles
-// took 1.45).
+// down: the tile width per call, as matmul's BLOCK_N = 0 (at the compact LLaMA's 4096 x 768, 128
+// tiles of 192: one wave where 128-wide tiles took 1.45).
 template <typename T>
 int launch_down(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   if constexpr (WGMMA != 0) {

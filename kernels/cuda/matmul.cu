@@ -50,7 +50,8 @@
 // all but SPLIT_K and TF32X3, fp16/bf16 ignore those two):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
-//                     needs fewer tile columns over whole waves (sm90::auto_tile_width)
+//                     needs fewer tile columns over whole waves, or 64 wide with 5 where those
+//                     would idle more than half the SMs (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)

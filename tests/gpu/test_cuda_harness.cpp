@@ -73,7 +73,7 @@ std::string starter_with(const std::string& op, const std::string& defines) {
 // are not multiples of the tile.
 TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
   for (const auto& [defines, dtype] : std::vector<std::pair<std::string, std::string>>{
-           {"", "fp16"},  // the defaults: the width picked per call (192 here)
+           {"", "fp16"},  // the defaults: the width picked per call (64 here: 8 x 16 tiles)
            {"#define BLOCK_N 256\n#define STAGES 3", "bf16"},
            {"#define BLOCK_N 128\n#define STAGES 5", "bf16"},
            {"#define BLOCK_N 64", "fp16"},
@@ -81,6 +81,16 @@ TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
            {"#define TMA_STORE 0\n#define BLOCK_N 256\n#define STAGES 4", "fp16"}}) {
     const auto j = bench(starter_with("matmul", defines), "matmul", "1000x1000x200", {"--dtype", dtype});
     EXPECT_EQ(j.value("status", ""), "PASS") << defines << "\n" << j.dump(2);
+  }
+}
+
+// The defaults pick the tile width per call (sm90::auto_tile_width); on 132 SMs (H100, H200):
+// 64 at 4096 x 256 (32 tiles of 256 would idle most SMs), 192 at 4096 x 768 (one wave of 128
+// tiles), 256 at 2048 x 2048 (one wave of 128 tiles, where 192 takes two).
+TEST_F(CudaHarness, MatmulDefaultsPassEveryStageAtEachWidthTheyPick) {
+  for (const std::string shape : {"4096x256x768", "4096x768x256", "2048x2048x128"}) {
+    const auto j = bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape);
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
   }
 }
 
@@ -109,11 +119,11 @@ TEST_F(CudaHarness, MatmulTakesALinearsWeightThroughEveryStage) {
   }
 }
 
-// TMA_STORE is its default. down's tile width is picked per call: 192 at D = 256 (two tiles, the
-// second ragged), 256 at D = 4096 on an H100 or H200 (16 x 16 tiles: two waves of 132 SMs, where
-// 192 would take three).
+// TMA_STORE is its default. down's tile width is picked per call, on 132 SMs: 64 at D = 256 (32
+// tiles), 192 at 4096 x 768 (one wave of 128 tiles), 256 at 2048 x 4096 (16 x 16 tiles: two
+// waves, where 192 would take three).
 TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {
-  for (const std::string shape : {"1000x256x520", "2048x4096x520"}) {
+  for (const std::string shape : {"1000x256x520", "4096x768x256", "2048x4096x520"}) {
     const auto j = bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/fused_mlp.cu", "fused_mlp", shape);
     EXPECT_EQ(j.value("status", ""), "PASS") << shape << "\n" << j.dump(2);
   }
