@@ -6,6 +6,7 @@ dtype, a non-contiguous input — runs PyTorch's op and says so.
 import logging
 import os
 import unittest
+from unittest import mock
 
 import torch
 from torch import nn
@@ -352,6 +353,54 @@ class FastCalls(unittest.TestCase):
         self.assertIn(aten.to.dtype_layout, targets)
         for expected, got in zip(Masks()(*inputs), fast(*inputs), strict=True):
             torch.testing.assert_close(got, expected)
+
+
+def counting_flattens():
+    """Counts export's pytree flattening of a call's arguments (its wrapper's first step)."""
+    return mock.patch.object(torch.fx._pytree, "tree_flatten_spec", wraps=torch.fx._pytree.tree_flatten_spec)
+
+
+class DirectCalls(unittest.TestCase):
+    """A call of plain tensors with one tensor out runs the traced graph without export's pytree
+    wrapper (whose specs torch.compile would guard on every call); other calls keep it."""
+
+    class TwoOutputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm, self.proj = hf_style.LlamaRMSNorm(32), nn.Linear(32, 8, bias=False)
+
+        def forward(self, x):
+            y = self.proj(self.norm(x))
+            return y, y.sum()
+
+    def applied(self, model, x):
+        with torch.no_grad():
+            expected = model(x)
+        autokernel.apply(model, (x,), kernels=[], keep_traced=True)
+        return expected
+
+    def test_one_tensor_in_and_out_skips_the_pytree_wrapper(self):
+        model = nn.Sequential(hf_style.LlamaRMSNorm(32), nn.Linear(32, 8, bias=False)).eval()
+        x = torch.randn(4, 32)
+        expected = self.applied(model, x)
+        with counting_flattens() as flatten, torch.no_grad():
+            got = model(x)
+        self.assertEqual(flatten.call_count, 0)
+        self.assertTrue(torch.equal(got, expected))
+        torch._dynamo.reset()
+        with torch.no_grad():
+            compiled = torch.compile(model, fullgraph=True)(x)
+        self.assertLess(relative_error(expected, compiled), 1e-5)
+
+    def test_several_outputs_keep_the_pytree_wrapper(self):
+        model = self.TwoOutputs().eval()
+        x = torch.randn(4, 32)
+        expected = self.applied(model, x)
+        with counting_flattens() as flatten, torch.no_grad():
+            got = model(x)
+        self.assertGreater(flatten.call_count, 0)
+        for e, g in zip(expected, got, strict=True):
+            self.assertTrue(torch.equal(e, g))
 
 
 class CustomOps(unittest.TestCase):

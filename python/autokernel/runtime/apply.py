@@ -64,12 +64,38 @@ class _Dispatch:
 
     def __init__(self, module, captures, original):
         self.module, self.captures, self.original = module, captures, original
+        self.direct = [_direct(c) for c in captures]
 
     def __call__(self, *args, **kwargs):
-        for c in self.captures:
+        for c, direct in zip(self.captures, self.direct):
             if c.accepts(args, kwargs, self.module.training):
-                return c.graph(*args, **kwargs)
+                return direct(*args) if direct is not None and not kwargs else c.graph(*args, **kwargs)
         return self.original(*args, **kwargs)
+
+
+class _Direct:
+    """A traced graph called with the call's tensors as they are and its one output returned as
+    it is, without export's pytree wrapper around them: torch.compile guards that wrapper's specs
+    on every call (a third more guards for a four-block MLP stack), host time that compile's
+    default mode, host-bound, pays on every forward."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __call__(self, *args):
+        return self.graph(*args)[0]
+
+
+def _direct(capture):
+    """The flat twin of a capture's graph where its call is plain tensors in and one tensor out."""
+    gm = capture.graph
+    out_spec = getattr(gm, "_out_spec", None)
+    if (not capture.positional_tensors or out_spec is None or not out_spec.is_leaf()
+            or not isinstance(gm.graph._codegen, torch.fx.graph._PyTreeCodeGen)):
+        return None
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    return _Direct(torch.fx.GraphModule(gm, graph))  # the same weights, referenced, not copied
 
 
 @dataclass
