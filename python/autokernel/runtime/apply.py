@@ -74,28 +74,29 @@ class _Dispatch:
 
 
 class _Direct:
-    """A traced graph called with the call's tensors as they are and its one output returned as
-    it is, without export's pytree wrapper around them: torch.compile guards that wrapper's specs
-    on every call (a third more guards for a four-block MLP stack), host time that compile's
-    default mode, host-bound, pays on every forward."""
+    """A traced graph called with the call's tensors as they are, its outputs rebuilt from the
+    output spec alone, without export's pytree wrapper around them: torch.compile guards that
+    wrapper's specs on every call, host time that compile's default mode, host-bound, pays on
+    every forward."""
 
-    def __init__(self, graph):
-        self.graph = graph
+    def __init__(self, graph, out_spec):
+        self.graph, self.out_spec, self.one = graph, out_spec, out_spec.is_leaf()
 
     def __call__(self, *args):
-        return self.graph(*args)[0]
+        flat = self.graph(*args)
+        return flat[0] if self.one else torch.utils._pytree.tree_unflatten(flat, self.out_spec)
 
 
 def _direct(capture):
-    """The flat twin of a capture's graph where its call is plain tensors in and one tensor out."""
+    """The flat twin of a capture's graph where its call is plain tensors."""
     gm = capture.graph
     out_spec = getattr(gm, "_out_spec", None)
-    if (not capture.positional_tensors or out_spec is None or not out_spec.is_leaf()
+    if (not capture.positional_tensors or out_spec is None
             or not isinstance(gm.graph._codegen, torch.fx.graph._PyTreeCodeGen)):
         return None
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
-    return _Direct(torch.fx.GraphModule(gm, graph))  # the same weights, referenced, not copied
+    return _Direct(torch.fx.GraphModule(gm, graph), out_spec)  # the same weights, referenced, not copied
 
 
 @dataclass
