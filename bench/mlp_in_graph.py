@@ -35,12 +35,12 @@ try:
     from autokernel.runtime import custom_ops
     from autokernel.runtime.abi import ABI_VERSION, DTYPE_NAMES, TORCH_DTYPES
     from autokernel.runtime.kernel_table import TABLE, device_arch
+    from autokernel.verify import TOLERANCE
 except ImportError as e:
     sys.exit(f"mlp_in_graph: cannot import what it needs: {e}")
 
 GPU_CASES = "mlp:8x512x768x2048,mlp:1x2048x4096x11008,stack4:8x512x768x2048"
 CPU_CASES = "mlp:2x16x32x48,mlp:1x64x64x172,stack2:2x16x32x48"
-TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}  # verify.py's
 VARIANTS = [("a", "eager", "plain", "eager"), ("b", "default", "plain", "default"),
             ("c", "reduce-overhead", "plain", "reduce-overhead"), ("d", "ours eager", "ours", "eager"),
             ("e", "ours default", "ours", "default"), ("f", "ours reduce-overhead", "ours", "reduce-overhead"),
