@@ -4,8 +4,11 @@
 # each command then runs with CUDA_VISIBLE_DEVICES set to its GPU, AK_PREBUILT=1 (its own
 # build_autokernel does nothing) and OUT=$OUT/gpu0 or $OUT/gpu1. Both are waited for; the tail of
 # each one's output comes last. Timings from the two GPUs are taken side by side: compare a figure
-# only with one measured on the same GPU in the same command. Each GPU's files come back as one
-# archive, $OUT/gpu0.tar.gz and $OUT/gpu1.tar.gz.
+# only with one measured on the same GPU in the same command. The two share the host's CPUs: pair
+# GPU-bound timings (CUDA events, KernelBench's millisecond problems) freely, but not a host-bound
+# measurement (torch.compile's default mode, small models) with a job that loads the CPUs (the
+# fourteenth session's call 3). Each GPU's files come back as one archive, $OUT/gpu0.tar.gz and
+# $OUT/gpu1.tar.gz.
 #   run(command="bash bench/gpu_pair.sh 'MODE=fastp bash bench/gpu_kernelbench.sh' 'OPS=flash_attention bash bench/gpu_matmul.sh'",
 #       kind="nvidia-h100-x2", carry=[".carry"], timeout_s=600)
 set -uo pipefail
