@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from compare_liger import LIGER_OPS, liger_call, liger_version
 from compare_ours import module_runner, tuned_module
+from problem_shape import is_causal, shape_dims, shape_params
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -52,12 +53,6 @@ def rotary(x, cos, sin):
 
 def fused_mlp(x, wg, wu, wd):
     return (F.silu(x @ wg.t()) * (x @ wu.t())) @ wd.t()
-
-
-def shape_params(shape):
-    """A problem's params, the "causal=1,kv_heads=4" after its colon, as {name: int}."""
-    tail = shape.partition(":")[2]
-    return {name: int(value) for name, value in (item.split("=", 1) for item in tail.split(",") if item)}
 
 
 def make_inputs(op, dims, dtype, params=None):
@@ -93,8 +88,9 @@ def make_inputs(op, dims, dtype, params=None):
     raise ValueError(op)
 
 
-def attention(causal, grouped):
-    if grouped:  # fewer key/value heads than query heads: SDPA takes them as they are
+def attention(shape):
+    causal = is_causal(shape)
+    if "kv_heads" in shape_params(shape):  # fewer key/value heads than query heads: SDPA takes them as they are
         return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -108,8 +104,7 @@ FUNCTIONS = {
     "cross_entropy": lambda shape: cross_entropy,
     "rotary_embedding": lambda shape: rotary,
     "matmul": lambda shape: torch.matmul,
-    "flash_attention": lambda shape: attention(shape_params(shape).get("causal", 1) != 0,
-                                               "kv_heads" in shape_params(shape)),
+    "flash_attention": attention,
     "fused_mlp": lambda shape: fused_mlp,
 }
 # The issue's targets: (op, problem, dtype), in table order.
@@ -213,7 +208,7 @@ def main():
             continue
         fn = FUNCTIONS[op](shape)
         dtype = TORCH_DTYPE[dtype_name]
-        dims = [int(v) for v in shape.split(":")[0].split("x")]
+        dims = shape_dims(shape)
         args = make_inputs(op, dims, dtype, shape_params(shape))
         print(f"[{op} {shape} {dtype_name}] eager...", file=sys.stderr, flush=True)
         row = {"op": op, "shape": shape, "dtype": dtype_name, "eager_us": timer.median_us(fn, args),

@@ -20,6 +20,8 @@ import tempfile
 
 import torch
 
+from problem_shape import is_causal
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 try:  # the bridge's ctypes mirror of the ABI (its place moved with the runtime package)
@@ -120,7 +122,7 @@ def _outputs_and_scalars(op, args, shape):
         return [a, b], [torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)], []
     if op == "flash_attention":
         q = first
-        return list(args), [torch.empty_like(q)], [1 / math.sqrt(q.shape[-1]), 0.0 if "causal=0" in shape else 1.0]
+        return list(args), [torch.empty_like(q)], [1 / math.sqrt(q.shape[-1]), float(is_causal(shape))]
     if op == "fused_mlp":
         x, _, _, wd = args
         return list(args), [torch.empty(x.shape[0], wd.shape[0], device=x.device, dtype=x.dtype)], []

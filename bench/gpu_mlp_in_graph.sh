@@ -12,8 +12,8 @@
 #     (ALLOW_PYTHON_OPS=1 goes on);
 #  3. bench/mlp_in_graph.py; no case starts past DEADLINE_S less 100 s.
 # Files back: env.txt, build.log (when built), mlp_in_graph.log (everything, the table last),
-# mlp_in_graph.json, mlp.tar.gz (per case: profile tables, Inductor's generated code, the bench
-# output and kernels.json). Needs .carry (scripts/prepare-carry.sh):
+# mlp_in_graph.json, mlp.tar.gz (per case: profile tables, Inductor's generated code and the
+# bench output). Needs .carry (scripts/prepare-carry.sh):
 #   run(command="bash bench/gpu_mlp_in_graph.sh", carry=[".carry"], timeout_s=600)
 #   CASES=mlp:8x512x768x2048 VARIANTS=abcef bash bench/gpu_mlp_in_graph.sh   (fewer cases or variants)
 set -uo pipefail

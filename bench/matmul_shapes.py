@@ -25,8 +25,9 @@ import sys
 
 import torch
 
-from compare import FUNCTIONS, TORCH_DTYPE, Timer, make_inputs, shape_params
+from compare import FUNCTIONS, TORCH_DTYPE, Timer, make_inputs
 from compare_ours import KernelModule, _outputs_and_scalars, checked_module
+from problem_shape import shape_dims, shape_params
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHECK_SHAPE = {"matmul": "1000x1000x200", "fused_mlp": "1000x256x520", "flash_attention": "2x4x300x128:causal=1"}
@@ -57,8 +58,8 @@ def build(ak, op, config):
 def inputs_for(op, shape, dtype):
     """compare.py's inputs for the shape; matmul's B held as a Linear's [N, K] weight (its
     transposed view) when the shape says b_nk=1."""
-    args = make_inputs(op, [int(v) for v in shape.split(":")[0].split("x")], dtype, shape_params(shape))
-    if op == "matmul" and "b_nk=1" in shape:
+    args = make_inputs(op, shape_dims(shape), dtype, shape_params(shape))
+    if op == "matmul" and shape_params(shape).get("b_nk") == 1:
         a, b = args
         args = (a, b.t().contiguous().t())
     return args

@@ -4,10 +4,10 @@ beat eager alone, and why it cost transformers' Llama ~2 ms of host time a forwa
 
 A case is KIND:BxSxDxF (batch, tokens, width, hidden); KIND mlp is a Llama MLP of nn.Linear layers,
 stackN is N blocks h = h + mlp(rmsnorm(h)) (the MLP as a decoder runs it). The CLI builds and checks
-the kernel for exactly that problem (`autokernel bench --quick`), a kernels.json lists it, and
-autokernel.apply(workspace=..., ops=["fused_mlp"]) plugs it, as a user does. Variants: (a) eager,
-(b) compile default, (c) reduce-overhead, (d)-(f) the same with ours, (g) apply's traced graph
-without our kernel under default. Each: timed (CUDA events) with its host enqueue time, checked
+the kernel for exactly that problem (`autokernel bench --quick`), the kernel table takes it as
+checked for that problem (as loading verify's kernels.json does), and autokernel.apply plugs it.
+Variants: (a) eager, (b) compile default, (c) reduce-overhead, (d)-(f) the same with ours, (g)
+apply's traced graph without our kernel under default. Each: timed (CUDA events) with its host enqueue time, checked
 against (a), profiled; tables and Inductor's code under --out/mlp, JSON in --out/mlp_in_graph.json.
   python3 bench/mlp_in_graph.py --ak build-gpu/autokernel --out gpu-logs   (bench/gpu_mlp_in_graph.sh)
   python3 bench/mlp_in_graph.py --ak build/autokernel --device cpu          (host kernels, tiny shapes)
@@ -33,8 +33,8 @@ try:
 
     import autokernel
     from autokernel.runtime import custom_ops
-    from autokernel.runtime.abi import ABI_VERSION, DTYPE_NAMES, TORCH_DTYPES
-    from autokernel.runtime.kernel_table import TABLE, device_arch
+    from autokernel.runtime.abi import DTYPE_NAMES, TORCH_DTYPES
+    from autokernel.runtime.kernel_table import TABLE, Kernel, device_arch
     from autokernel.verify import TOLERANCE
 except ImportError as e:
     sys.exit(f"mlp_in_graph: cannot import what it needs: {e}")
@@ -86,8 +86,8 @@ def parse_case(text):
 
 
 def build_kernel(args, device, problem, dtype_name, work):
-    """The fused_mlp module for this problem, through the CLI's harness (--quick), and a kernels.json
-    in `work` listing it as checked for exactly this problem (what `autokernel verify` writes)."""
+    """The fused_mlp module for this problem, through the CLI's harness (--quick), registered in the
+    kernel table as checked for exactly this problem (what loading verify's kernels.json does)."""
     source = ROOT / "kernels" / ("cuda/fused_mlp.cu" if device.type == "cuda" else "host/fused_mlp.cpp")
     command = [args.ak, "bench", str(source), "--op", "fused_mlp", "--shape", problem, "--dtype", dtype_name,
                "--quick", "--json", "--max-time", "0.5", "--results", str(work / "results.tsv")]
@@ -104,14 +104,8 @@ def build_kernel(args, device, problem, dtype_name, work):
     if answer.get("status") != "PASS" or not pathlib.Path(answer.get("module", "")).is_file():
         raise Failure(f"fused_mlp {problem} {dtype_name} failed the harness: {answer.get('status')} "
                       f"{answer.get('stage', '')} {answer.get('reason', '')}".strip())
-    name, arch = f"fused_mlp_{problem}_{dtype_name}", device_arch(device)
-    manifest = {"format": "autokernel-kernels/1",
-                "built_with": {"backend": "cuda" if device.type == "cuda" else "host", "arch": arch,
-                               "abi_version": ABI_VERSION, "torch": torch.__version__},
-                "kernels": [{"name": name, "op": "fused_mlp", "problem": problem, "dtype": dtype_name,
-                             "module": answer["module"], "arch": arch, "use": True, "why": "bench --quick",
-                             "checked": [[problem, dtype_name]]}]}
-    (work / "kernels.json").write_text(json.dumps(manifest, indent=1))
+    name = f"fused_mlp_{problem}_{dtype_name}"
+    TABLE.add(Kernel(name, "fused_mlp", answer["module"], device_arch(device), frozenset({(problem, dtype_name)})))
     return name, answer.get("timing", {}).get("median_us")
 
 
@@ -246,7 +240,7 @@ def run_case(case, device, dtype, args, out):
     plain = (Stack(d, f, layers) if layers else MLP(d, f)).eval().to(device, dtype)
     x = torch.randn(*case["shape"], generator=torch.Generator().manual_seed(args.seed + 1)).to(device, dtype)
     ours, traced = copy.deepcopy(plain), copy.deepcopy(plain)
-    autokernel.apply(ours, (x,), workspace=str(work), ops=["fused_mlp"])
+    autokernel.apply(ours, (x,), kernels=[kernel], ops=["fused_mlp"])
     report = autokernel.report(ours)
     if report is None or len(report.plugged()) != max(layers, 1):
         raise Failure(f"{case['name']}: fused_mlp plugged at {len(report.plugged()) if report else 0} of "

@@ -18,13 +18,14 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "python")]
-from compare import FUNCTIONS, TORCH_DTYPE, make_inputs, shape_params  # noqa: E402
+from compare import FUNCTIONS, TORCH_DTYPE, make_inputs  # noqa: E402
+from problem_shape import is_causal, shape_dims, shape_params  # noqa: E402
 
 
 def scalars_of(op, dims, shape):
     """The ABI scalars matching compare.py's PyTorch functions."""
     return {"rmsnorm": [1e-6], "layernorm": [1e-5],
-            "flash_attention": [1 / math.sqrt(dims[-1]), 0.0 if "causal=0" in shape else 1.0]}.get(op, [])
+            "flash_attention": [1 / math.sqrt(dims[-1]), float(is_causal(shape))]}.get(op, [])
 
 
 def ours(module_path, op, dims, shape, inputs):
@@ -47,7 +48,7 @@ def main():
     p.add_argument("dtype", choices=sorted(TORCH_DTYPE))
     p.add_argument("--module", help="our compiled kernel (.so); default: PyTorch's function")
     args = p.parse_args()
-    dims = [int(d) for d in args.shape.split(":")[0].split("x")]
+    dims = shape_dims(args.shape)
     inputs = make_inputs(args.op, dims, TORCH_DTYPE[args.dtype], shape_params(args.shape))
     fn = ours(args.module, args.op, dims, args.shape, inputs) if args.module else FUNCTIONS[args.op](args.shape)
     for _ in range(3):

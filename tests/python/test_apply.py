@@ -356,13 +356,14 @@ class FastCalls(unittest.TestCase):
 
 
 def counting_flattens():
-    """Counts export's pytree flattening of a call's arguments (its wrapper's first step)."""
+    """Counts pytree flattening by a spec (export's wrapper's first step; nested specs recurse)."""
     return mock.patch.object(torch.fx._pytree, "tree_flatten_spec", wraps=torch.fx._pytree.tree_flatten_spec)
 
 
 class DirectCalls(unittest.TestCase):
-    """A call of plain tensors runs the traced graph without export's pytree wrapper (whose specs
-    torch.compile would guard on every call), with one output or several."""
+    """The rewritten graph runs without export's pytree wrapper (whose specs torch.compile would
+    guard on every call): a call of plain tensors passes them as they are, with one output or
+    several; a call with keywords is flattened by the traced call's spec."""
 
     class TwoOutputs(nn.Module):
         def __init__(self):
@@ -372,6 +373,14 @@ class DirectCalls(unittest.TestCase):
         def forward(self, x):
             y = self.proj(self.norm(x))
             return y, y.sum()
+
+    class Keywords(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = hf_style.LlamaRMSNorm(32)
+
+        def forward(self, x, *, scale):
+            return self.norm(x) * scale
 
     def applied(self, model, x):
         with torch.no_grad():
@@ -402,6 +411,17 @@ class DirectCalls(unittest.TestCase):
         self.assertIsInstance(got, tuple)
         for e, g in zip(expected, got, strict=True):
             self.assertTrue(torch.equal(e, g))
+
+    def test_a_call_with_keywords_is_flattened_by_the_traced_spec(self):
+        model = self.Keywords().eval()
+        x, scale = torch.randn(4, 32), torch.randn(32)
+        with torch.no_grad():
+            expected = model(x, scale=scale)
+        autokernel.apply(model, (x,), {"scale": scale}, kernels=[], keep_traced=True)
+        with counting_flattens() as flatten, torch.no_grad():
+            got = model(x, scale=scale)
+        self.assertGreater(flatten.call_count, 0)  # the traced graph ran, not the model's own forward
+        self.assertTrue(torch.equal(got, expected))
 
 
 class CustomOps(unittest.TestCase):

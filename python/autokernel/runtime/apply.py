@@ -12,6 +12,8 @@ import logging
 from dataclasses import dataclass, field
 
 import torch
+import torch.fx._pytree as fx_pytree
+import torch.utils._pytree as pytree
 
 from . import NAMESPACE, custom_ops, manifest, rewrite
 from .capture import capture
@@ -64,39 +66,35 @@ class _Dispatch:
 
     def __init__(self, module, captures, original):
         self.module, self.captures, self.original = module, captures, original
-        self.direct = [_direct(c) for c in captures]
+        self.calls = [_FlatCall(c) for c in captures]
 
     def __call__(self, *args, **kwargs):
-        for c, direct in zip(self.captures, self.direct):
+        for c, call in zip(self.captures, self.calls):
             if c.accepts(args, kwargs, self.module.training):
-                return direct(*args) if direct is not None and not kwargs else c.graph(*args, **kwargs)
+                return call(args, kwargs)
         return self.original(*args, **kwargs)
 
 
-class _Direct:
-    """A traced graph called with the call's tensors as they are, its outputs rebuilt from the
-    output spec alone, without export's pytree wrapper around them: torch.compile guards that
-    wrapper's specs on every call, host time that compile's default mode, host-bound, pays on
-    every forward."""
+class _FlatCall:
+    """A capture's rewritten graph (apply's own copy) without export's pytree wrapper around it,
+    whose specs torch.compile would guard on every call and whose flatten eager would run on every
+    call: a call of plain tensors passes them as they are, another is flattened by the traced
+    call's spec (`accepts` has checked it matches), and the outputs are rebuilt from theirs."""
 
-    def __init__(self, graph, out_spec):
-        self.graph, self.out_spec, self.one = graph, out_spec, out_spec.is_leaf()
+    def __init__(self, capture):
+        graph = capture.graph
+        info = graph.graph._codegen.pytree_info
+        self.in_spec, self.out_spec, self.one = info.in_spec, info.out_spec, info.out_spec.is_leaf()
+        self.positional = capture.positional_tensors
+        graph.graph._codegen = torch.fx.graph.CodeGen()
+        graph.recompile()
+        self.graph = graph
 
-    def __call__(self, *args):
-        flat = self.graph(*args)
-        return flat[0] if self.one else torch.utils._pytree.tree_unflatten(flat, self.out_spec)
-
-
-def _direct(capture):
-    """The flat twin of a capture's graph where its call is plain tensors."""
-    gm = capture.graph
-    out_spec = getattr(gm, "_out_spec", None)
-    if (not capture.positional_tensors or out_spec is None
-            or not isinstance(gm.graph._codegen, torch.fx.graph._PyTreeCodeGen)):
-        return None
-    graph = torch.fx.Graph()
-    graph.output(graph.graph_copy(gm.graph, {}))
-    return _Direct(torch.fx.GraphModule(gm, graph), out_spec)  # the same weights, referenced, not copied
+    def __call__(self, args, kwargs):
+        flat = args if self.positional and not kwargs else fx_pytree.tree_flatten_spec((list(args), kwargs),
+                                                                                      self.in_spec)
+        out = self.graph(*flat)
+        return out[0] if self.one else pytree.tree_unflatten(out, self.out_spec)
 
 
 @dataclass
