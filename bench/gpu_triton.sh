@@ -11,6 +11,7 @@
 #   DEADLINE=900 COMPARE_COMPILE=1 bash bench/gpu_triton.sh
 #   STEPS=compare COMPARE_OPS=rotary_embedding,fused_mlp bash bench/gpu_triton.sh   # some steps only
 #   STEPS=compare COMPARE_OPS=flash_attention COMPARE_DTYPES=bf16 bash bench/gpu_triton.sh
+#   BENCH_OPS=flash_attention,fused_mlp bash bench/gpu_triton.sh   # bench and stages for these only
 #
 # Carry .carry: the build's small libraries (scripts/prepare-carry.sh, which remakes .carry) and
 # then, for the Liger column, the wheel (`.venv/bin/pip download liger-kernel==0.8.5 --no-deps -d
@@ -24,7 +25,9 @@ COMPARE_COMPILE=${COMPARE_COMPILE:-0}  # torch.compile max-autotune of SwiGLU al
 STEPS=${STEPS:-tests,bench,stages,compare}  # which steps run, e.g. STEPS=compare for the table alone
 COMPARE_OPS=${COMPARE_OPS:-rmsnorm,rotary_embedding,fused_mlp,cross_entropy}
 COMPARE_DTYPES=${COMPARE_DTYPES:-fp16}  # flash_attention's rows are bf16: COMPARE_DTYPES=fp16,bf16
+BENCH_OPS=${BENCH_OPS:-}  # the bench and stages steps for these ops only (comma-separated; empty: all)
 wants() { [[ ,$STEPS, == *,$1,* ]]; }
+picked() { [[ -z $BENCH_OPS || ,$BENCH_OPS, == *,$1,* ]]; }
 AK=$PWD/build-gpu/autokernel
 START=$SECONDS
 export AUTOKERNEL_CACHE=/tmp/ak-triton-cache  # fresh per machine: the first builds are uncached
@@ -79,12 +82,14 @@ bench() {  # bench OP SHAPE DTYPE OUTFILE [extra...]: one experiment, one JSON l
 }
 wants bench && for entry in "${STARTERS[@]}"; do
   read -r op shape dtype small <<<"$entry"
+  picked "$op" || continue
   step "bench $op $shape $dtype (quick: smoke + the timed problem)" 25 && bench "$op" "$shape" "$dtype" "$OUT/bench.jsonl" \
     --quick --max-time 1
 done
 wants stages && for entry in "${STARTERS[@]}"; do
   read -r op shape dtype small <<<"$entry"
   [[ $shape == *causal=0 ]] && continue  # one attention row: the stages run causal and not anyway
+  picked "$op" || continue
   step "five stages: $op $small" 25 && bench "$op" "$small" "$dtype" "$OUT/check.jsonl" --max-time 0.3
 done
 

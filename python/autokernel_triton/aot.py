@@ -116,13 +116,16 @@ def _compile(job_index, target_arch):
     problem = _unsupported_metadata(meta, launch, target_arch)
     if problem:
         return job_index, (launch.line, f"{launch.name}: {problem}")
+    # Global scratch: bytes per program (on-device tensor descriptors live there), which the
+    # launcher allocates per launch for the whole grid.
     return job_index, {"cubin": compiled.asm["cubin"], "ptx": compiled.asm["ptx"], "name": meta.name,
-                       "shared": int(meta.shared)}
+                       "shared": int(meta.shared), "scratch": int(getattr(meta, "global_scratch_size", 0) or 0),
+                       "scratch_align": int(getattr(meta, "global_scratch_align", 1) or 1)}
 
 
 def _unsupported_metadata(meta, launch, arch):
-    if getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0):
-        return "needs a global scratch buffer (on-device tensor descriptors?), which ak_launch modules do not provide"
+    if getattr(meta, "profile_scratch_size", 0):
+        return "needs a profiling scratch buffer (proton?), which ak_launch modules do not provide"
     if getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False):
         return "needs a cluster or cooperative launch, which ak_launch modules do not make"
     if getattr(meta, "tensordesc_meta", None) or getattr(meta, "launch_pdl", False):
@@ -165,7 +168,8 @@ def ptx_param_bytes(ptx):
 
 def _check_params(launch, result):
     """The entry's parameters are the launch's arguments and then Triton's own scratch pointers
-    (none, one or two by version), which the launcher passes as null. Returns how many extras."""
+    (none, one or two by version: global, then profiling), which the launcher passes as null
+    unless the cubin needs global scratch. Returns how many extras."""
     sizes = ptx_param_bytes(result["ptx"])
     wanted = [PARAM_BYTES[a.kind] for a in launch.args]
     extras = sizes[len(wanted):]
@@ -276,7 +280,8 @@ def build(source, out, arch, defines, max_workers, write_ptx=False):
         if write_ptx:
             path.with_suffix(".ptx").write_text(result["ptx"])
         label = f"{launch.name} {dtype}{' aligned' if aligned else ''}"
-        cubins.append((path.resolve(), launch, result["name"], result["shared"], label))
+        cubins.append((path.resolve(), launch, result["name"], result["shared"], label,
+                       result["scratch"], result["scratch_align"]))
     (out / "launcher.cpp").write_text(write_launcher(spec, cubins, job_of, source.name))
     return {"cubins": len(cubins), "seconds": round(time.time() - start, 3), "workers": workers}
 

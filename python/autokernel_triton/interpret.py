@@ -43,6 +43,20 @@ def _call_dtype(spec, inputs, outputs):
     return dtype
 
 
+def _aligned(launch, env):
+    """What the launcher's aligned build assumes holds for this call: its pointers 16-byte
+    aligned, its integers multiples of 16. A launch built only so takes no other call."""
+    for arg in launch.args:
+        if arg.name not in launch.aligned:
+            continue
+        value = arg.expr.evaluate(env)
+        if arg.kind == "pointer":
+            value = value.data_ptr()
+        if value % 16:
+            return False
+    return True
+
+
 def run(spec, inputs, outputs, scalars=()):
     """Launches every step of the mapping on the given tensors (in ABI order), like ak_launch."""
     if len(inputs) != len(spec.inputs) or len(outputs) != len(spec.outputs) or len(scalars) != len(spec.scalars):
@@ -57,7 +71,8 @@ def run(spec, inputs, outputs, scalars=()):
         shape = [int(e.evaluate(env)) for e in t.shape]
         env["tensors"][t.name] = torch.empty(shape, dtype=DTYPE_OF[t.resolved_dtype(dtype)])
     for step in spec.steps:
-        launch = next((l for l in step if dtype in l.dtypes and (l.when is None or l.when.evaluate(env))), None)
+        launch = next((l for l in step if dtype in l.dtypes and (l.when is None or l.when.evaluate(env))
+                       and (l.unaligned or _aligned(l, env))), None)
         if launch is None:
             raise Unsupported("no variant of a step takes this call")
         args = [a.expr.evaluate(env) for a in launch.args]

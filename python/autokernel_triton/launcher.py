@@ -12,7 +12,9 @@ hold) or, when nobody called it, at their first launch (cuModuleLoadData from me
 the module is loaded: no static constructors, no threads, no streams. Loading a cubin also grows
 the context's per-thread stack to what its kernel's spills need, which a launch would otherwise do
 (the same wait as a module load).
-Scratch tensors are cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream.
+Scratch tensors are cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream; so is the global
+scratch a cubin asks for (Triton's per-program buffer, where on-device tensor descriptors are
+written), one slice per program of the launch's grid.
 """
 
 from autokernel_triton.spec import DTYPES
@@ -39,6 +41,8 @@ struct Cubin {{
   const char* function;
   unsigned shared_bytes;
   unsigned threads;
+  unsigned scratch_bytes;  // Triton's global scratch per program (0: none), aligned to scratch_align
+  unsigned scratch_align;
 }};
 
 const Cubin kCubins[] = {{
@@ -129,7 +133,10 @@ bool divisible16(int64_t v) {{
   return v % 16 == 0;
 }}
 
-int launch(int cubin, CUstream stream, const int64_t grid[3], void** params, const char* kernel) {{
+// `scratch`: the kernel's global scratch parameter (null when it has none), pointed at a buffer of
+// scratch_bytes per program for this launch, freed on the stream behind it.
+int launch(int cubin, CUstream stream, const int64_t grid[3], void** params, CUdeviceptr* scratch,
+           const char* kernel) {{
   for (int d = 0; d < 3; ++d) {{
     if (grid[d] < 1 || grid[d] > (d == 0 ? INT32_MAX : 65535)) {{
       std::fprintf(stderr, "%s: %s: grid (%lld, %lld, %lld) is outside CUDA's limits\n", kSource, kernel,
@@ -146,9 +153,23 @@ int launch(int cubin, CUstream stream, const int64_t grid[3], void** params, con
     return AK_ERR_LAUNCH;
   }}
   const Cubin& c = kCubins[cubin];
+  CUdeviceptr memory = 0;
+  if (c.scratch_bytes > 0) {{
+    const size_t bytes = static_cast<size_t>(grid[0] * grid[1] * grid[2]) * c.scratch_bytes;
+    if (scratch == nullptr || cuMemAllocAsync(&memory, bytes, stream) != CUDA_SUCCESS) {{
+      std::fprintf(stderr, "%s: %s: cannot allocate its %zu bytes of global scratch\n", kSource, kernel, bytes);
+      return AK_ERR_LAUNCH;
+    }}
+    if (memory % c.scratch_align != 0) {{
+      cuMemFreeAsync(memory, stream);
+      return AK_ERR_LAUNCH;
+    }}
+    *scratch = memory;
+  }}
   const CUresult r =
       cuLaunchKernel(function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
                      static_cast<unsigned>(grid[2]), c.threads, 1, 1, c.shared_bytes, stream, params, nullptr);
+  if (memory != 0 && cuMemFreeAsync(memory, stream) != CUDA_SUCCESS && r == CUDA_SUCCESS) return AK_ERR_LAUNCH;
   if (r != CUDA_SUCCESS) {{
     const char* name = nullptr;
     cuGetErrorName(r, &name);
@@ -205,13 +226,15 @@ def _variant(spec, launch, step_index, variant_index, cubins):
     table = ", ".join(f"{{{cubins.get((t, True), -1)}, {cubins.get((t, False), -1)}}}" for t in spec.dtypes)
     out.append(f"  static const int kCubin[{len(spec.dtypes)}][2] = {{{table}}};")
     out.append("  const int cubin = aligned && kCubin[dtype][0] >= 0 ? kCubin[dtype][0] : kCubin[dtype][1];")
-    out.append("  if (cubin < 0) return AK_ERR_UNSUPPORTED;  // a call its aligned build cannot take")
+    # A call this launch's only (aligned) build cannot take goes on to the step's next variant.
+    out.append("  if (cubin < 0) return kNotThisVariant;")
     extras = "".join(f", &scratch{i}" for i in range(launch.extra_params))
     if launch.extra_params:
         out.append(f"  CUdeviceptr {', '.join(f'scratch{i} = 0' for i in range(launch.extra_params))};")
     params = ", ".join(f"&a_{a.name}" for a in launch.args) + extras
     out.append(f"  void* params[] = {{{params}}};")
-    out.append(f'  return launch(cubin, stream, grid, params, "{launch.name}");')
+    scratch = "&scratch0" if launch.extra_params else "nullptr"
+    out.append(f'  return launch(cubin, stream, grid, params, {scratch}, "{launch.name}");')
     out.append("}")
     return name, "\n".join(out)
 
@@ -290,14 +313,15 @@ def _scratch(spec):
 
 
 def write_launcher(spec, cubins, job_of, source_name):
-    """C++ of the whole module. `cubins`: [(path, launch, function, shared)] in job order;
+    """C++ of the whole module. `cubins`: [(path, launch, function, shared, label, global scratch bytes
+    per program, their alignment)] in job order;
     `job_of`: (id(launch), dtype, aligned) -> the index of the cubin that serves it."""
     index = {}
     for (launch_id, dtype, aligned), i in job_of.items():
         index.setdefault(launch_id, {})[(dtype, aligned)] = i
     cubin_rows = "\n".join(
-        f'    {{ak_cubin_{i}, "{function}", {shared}u, {launch.num_warps * 32}u}},  // {label}'
-        for i, (_, launch, function, shared, label) in enumerate(cubins))
+        f'    {{ak_cubin_{i}, "{function}", {shared}u, {launch.num_warps * 32}u, {scratch}u, {align}u}},  // {label}'
+        for i, (_, launch, function, shared, label, scratch, align) in enumerate(cubins))
     fields = [f"  const ak_tensor* t_{t.name} = nullptr;" for t in spec.tensors]
     fields += [f"  ak_tensor s_{t.name} = {{}};" for t in spec.scratch]
     fields += [f"  int64_t dim_{name} = 0;" for name in spec.dims]

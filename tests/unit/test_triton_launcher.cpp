@@ -271,14 +271,21 @@ TEST_F(TritonLauncher, RmsnormRefusesCallsOutsideItsMapping) {
   EXPECT_EQ(launches(), 0);
 }
 
+// Row strides that are multiples of 16 take the TMA variants, whose on-device tensor descriptors
+// live in Triton's global scratch: one slice per program, allocated on the stream for the launch
+// and freed behind it. Other calls take the pointer variants, which need no global scratch.
 TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   const ak_launch_fn run = module("fused_mlp");
   if (!run) GTEST_SKIP() << "no Triton toolchain";
-  expect_params({8, 8, 8, 8, 4, 4, 4, 4, 4, 4});  // up: x, wg, wu, h, M, F, D, three row strides
+  // up: x, wg, wu, h, M, F, D, three row strides, then Triton's global scratch pointer
+  expect_params({8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 8});
+  const auto mlp_call = [](int64_t m, int64_t d, int64_t f) {
+    return call_of({tensor(0x100000, AK_BF16, {m, d}), tensor(0x200000, AK_BF16, {f, d}),
+                    tensor(0x300000, AK_BF16, {f, d}), tensor(0x400000, AK_BF16, {d, f})},
+                   {tensor(0x500000, AK_BF16, {m, d})});
+  };
   const int64_t m = 32, d = 64, f = 176;
-  ak_call call = call_of({tensor(0x100000, AK_BF16, {m, d}), tensor(0x200000, AK_BF16, {f, d}),
-                          tensor(0x300000, AK_BF16, {f, d}), tensor(0x400000, AK_BF16, {d, f})},
-                         {tensor(0x500000, AK_BF16, {m, d})});
+  ak_call call = mlp_call(m, d, f);
   ASSERT_EQ(run(&call), AK_OK);
   ASSERT_EQ(launches(), 2);
   EXPECT_STREQ(launch(0).function, "up_kernel");
@@ -287,8 +294,25 @@ TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   EXPECT_EQ(param<uint64_t>(launch(0), 24), h);
   EXPECT_EQ(param<uint64_t>(launch(1), 0), h);  // down reads what up wrote
   EXPECT_EQ(param<int32_t>(launch(0), 36), static_cast<int32_t>(f));
-  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 1);
-  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 1);
+  // The fake allocator answers 0x7000000 + the bytes asked: a slice of at least one 128-byte
+  // descriptor per operand (up: x, gate, up; down: h, w_down) for each program of the grid.
+  for (const auto& [step, operands] : {std::pair{0, 3u}, std::pair{1, 2u}}) {
+    const Launch& l = launch(step);
+    const uint64_t programs = uint64_t{l.grid[0]} * l.grid[1] * l.grid[2];
+    const uint64_t bytes = param<uint64_t>(l, 56) - 0x7000000;
+    EXPECT_EQ(bytes % programs, 0u) << "step " << step;
+    EXPECT_GE(bytes / programs, 128u * operands) << "step " << step;
+  }
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 3);
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 3);
+
+  ak_call odd = mlp_call(m, 72, f);  // x's and w_gate's rows of 72 values: no TMA
+  ASSERT_EQ(run(&odd), AK_OK);
+  ASSERT_EQ(launches(), 4);
+  EXPECT_NE(launch(2).image, launch(0).image);
+  EXPECT_EQ(param<uint64_t>(launch(2), 56), 0u);
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 4);  // h alone
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 4);
 }
 
 // B as a Linear's weight (b_nk = 1) with K = 72, not a multiple of 16: the fp16 B_NK variant's
