@@ -7,6 +7,7 @@
 # reports, logs and tables come back in $OUT/ncu.tar.gz, the throughput run's log and results.tsv
 # beside it.
 #   NCU_CASES="matmul,4096x4096x4096,fp16" THROUGHPUT_BUDGET=3m bash bench/gpu_ncu.sh
+#   NCU_BACKEND=triton NCU_CASES="fused_mlp,4096x4096x11008,fp16" bash bench/gpu_ncu.sh  # the Triton starter
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
@@ -14,6 +15,8 @@ AK=$PWD/build-gpu/autokernel
 NCU_CASES=${NCU_CASES:-"matmul,4096x4096x4096,fp16 matmul,8192x8192x8192,fp16 \
 flash_attention,4x32x4096x128:causal=1,bf16 flash_attention,4x32x4096x128:causal=0,bf16"}
 THROUGHPUT_BUDGET=${THROUGHPUT_BUDGET:-}
+NCU_BACKEND=${NCU_BACKEND:-cuda}  # whose starter is "ours": kernels/cuda/OP.cu or kernels/triton/OP.py
+case $NCU_BACKEND in cuda) ext=cu ;; triton) ext=py ;; *) echo "NCU_BACKEND: cuda or triton" >&2; exit 2 ;; esac
 NCU_LIMIT=${NCU_LIMIT:-150}
 dir=$OUT/ncu
 mkdir -p "$dir"
@@ -31,7 +34,7 @@ for case in $NCU_CASES; do
   echo "== ncu $op $shape $dtype"
   # Ours: checked and built by the harness first (not profiled: its checks hold the stream), then
   # driven through the ABI on the same inputs as PyTorch's call.
-  module=$("$AK" bench "kernels/cuda/$op.cu" --op "$op" --shape "$shape" --dtype "$dtype" --quick --json \
+  module=$("$AK" bench "kernels/$NCU_BACKEND/$op.$ext" --op "$op" --shape "$shape" --dtype "$dtype" --quick --json \
     2>"$dir/$tag-bench.err" | tee "$dir/$tag-bench.json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("module", ""))')
   echo "ours: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["status"], round(d["timing"]["median_us"], 1), "us")' "$dir/$tag-bench.json" 2>&1)"
   ncu_run --profile-from-start off -o "$dir/$tag-ours" python3 bench/ncu_driver.py "$op" "$shape" "$dtype" \
