@@ -1,7 +1,9 @@
 """The table bench/gpu_bridge.sh prints last: per model and mode, PyTorch and ours as a user runs
 the model (median wall time per forward pass), the ratio, the kernels plugged in, and issue 11's
 targets (ours in eager >= 1.3x eager; ours under torch.compile >= 1.05x torch.compile alone in the
-same mode) for the two LLaMA configurations. Writes OUT/bridge.json with the same rows.
+same mode) for the two LLaMA configurations; then every reading under torch.compile (verify.json's
+measurement log) with its fastest and slowest call and the host's load. Writes OUT/bridge.json
+with the table's rows.
 
     python3 bench/bridge_table.py OUT llama llama-7b-4l gpt2 bert
 """
@@ -32,18 +34,26 @@ def rows_of(model, verify):
     return rows
 
 
+def op_of(kernel):
+    """'fused_mlp' of 'fused_mlp_4096x768x2048_fp16': the name up to its first shape."""
+    words = kernel.split("_")
+    shape = next((i for i, w in enumerate(words) if w[:1].isdigit()), len(words))
+    return "_".join(words[:shape]) or kernel
+
+
 def cell(value, form):
     return "-" if value is None else form.format(value)
 
 
 def main(out, models):
     out = pathlib.Path(out)
-    rows, missing = [], []
+    rows, missing, readings = [], [], []
     for model in models:
         path = out / model / "verify.json"
         if path.is_file():
             verify = json.loads(path.read_text())
             rows.extend(rows_of(model, verify))
+            readings += [(model, m) for m in verify.get("measurements", []) if m["mode"] != "eager"]
             if not verify.get("passed", False):
                 missing.append(f"{model}: outputs DIFFER from eager (see {model}/verify.txt)")
         else:
@@ -57,6 +67,13 @@ def main(out, models):
               f"{cell(r['ratio'], '{:5.2f}x')} {r['kernels']:3d} {target} {r['note'][:60]}")
     for line in missing:
         print(line)
+    if readings:  # each compiled reading's calls: uniformly slow, or a few slow ones?
+        print("\ncompiled readings: model, mode, kernels, median / fastest / slowest call us, host load (1 min)")
+    for model, m in readings:
+        kernels = ",".join(op_of(k) for k in m["kernels"]) or "PyTorch"
+        print(f"  {model:10s} {m['mode']:28s} {kernels[:40]:40s} {cell(m['us'], '{:8.0f}')} "
+              f"{cell(m['fastest_call_us'], '{:8.0f}')} {cell(m['slowest_call_us'], '{:8.0f}')} "
+              f"{cell(m['load_1min'], '{:5.1f}')} {m['note'][:40]}")
 
 
 if __name__ == "__main__":

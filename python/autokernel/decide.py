@@ -10,6 +10,7 @@ to Inductor's fusions there). A kernel is out with the two times as the reason; 
 together is not faster than PyTorch alone, none is plugged in.
 """
 import faulthandler
+import os
 import signal
 import statistics
 import sys
@@ -22,7 +23,7 @@ import torch
 
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
-from .timing import compile_state, forward_in_mode, median_us, reset_compiled
+from .timing import compile_state, forward_in_mode, median_us, reset_compiled, wall_times_us
 
 # A variant must be this much faster to count: the medians of two runs of the same model differ
 # by about 1% on a busy machine.
@@ -56,6 +57,16 @@ class Measurement:
     fallbacks: dict = field(default_factory=dict)
     paired_base_us: Optional[float] = None  # eager: PyTorch alone, timed in the same rounds
     readings: list = field(default_factory=list)  # compiled modes: every reading `us` is the median of
+    spread_us: Optional[tuple] = None  # the fastest and slowest call of the timed loop (not paired)
+    load: Optional[float] = None  # the host's 1-minute load average when the timing ended
+
+    def record(self):
+        """What verify.json's measurement log keeps of it: a single reading in a host-bound mode
+        can be far off, and the spread of its calls and the host's load say whether it was."""
+        spread = self.spread_us or (None, None)
+        return {"mode": self.mode, "kernels": list(self.kernels), "us": self.us, "fastest_call_us": spread[0],
+                "slowest_call_us": spread[1], "paired_torch_us": self.paired_base_us,
+                "compile_s": self.compile_s, "load_1min": self.load, "note": self.note}
 
     def torch_us(self, base):
         """PyTorch alone as this variant is compared with it: its paired rounds (eager), else
@@ -93,6 +104,7 @@ class Bench:
         self.compile_s_ever = []  # every compilation's seconds, of any mode
         self.checked = []  # measurements whose outputs verify compares with eager's
         self.traced = None  # the model traced and matched once, for every kernel set
+        self.log = []  # every measurement's record(), in order
 
     def elapsed(self):
         return time.time() - self.started
@@ -151,6 +163,8 @@ class Bench:
             self._disarm()  # (again: the alarm may have gone off inside the first one)
             faulthandler.cancel_dump_traceback_later()
             applying.restore(self.loaded.model)
+            m.load = os.getloadavg()[0]
+            self.log.append(m.record())
         return m
 
     def _run(self, m, mode, kernels, traced_only):
@@ -169,7 +183,8 @@ class Bench:
         if mode == "eager" and (kernels or traced_only):
             m.us, m.paired_base_us = self._paired(forward, kernels, traced_only)
         else:
-            m.us = median_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
+            times = wall_times_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
+            m.us, m.spread_us = statistics.median(times), (min(times), max(times))
         TABLE.reset_counts()
         m.output = clone_output(forward())
         m.calls, m.fallbacks = dict(TABLE.calls), dict(TABLE.fallbacks)

@@ -18,8 +18,9 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def median_us(device, forward, warmup, iterations):
-    """Median wall time of forward() in µs, each run waited for, after `warmup` untimed runs."""
+def wall_times_us(device, forward, warmup, iterations):
+    """The wall time of each of `iterations` calls of forward() in µs, each waited for, after
+    `warmup` untimed calls."""
     for _ in range(warmup):
         forward()
     times = []
@@ -29,7 +30,12 @@ def median_us(device, forward, warmup, iterations):
         forward()
         synchronize(device)
         times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
+    return times
+
+
+def median_us(device, forward, warmup, iterations):
+    """Median wall time of forward() in µs, each run waited for, after `warmup` untimed runs."""
+    return statistics.median(wall_times_us(device, forward, warmup, iterations))
 
 
 def device_name(device):

@@ -218,6 +218,7 @@ def verify(args, progress):
         "fallbacks": [{"op": op, "reason": reason, "calls": n} for (op, reason), n in eager_final.fallbacks.items()],
         "timing": {"method": "median wall time per forward pass, calls in a loop, each synchronized",
                    "warmup": args.warmup, "iterations": args.iterations, "rows": rows, "replay": replay},
+        "measurements": bench.log,  # every timing of the model, in the order taken
         "elapsed_s": bench.elapsed(),
         "budget_s": args.budget,
         "stopped_at_budget_end": bench.spent,

@@ -155,6 +155,25 @@ class VerifyBudget(unittest.TestCase):
         time.sleep(0.3)  # no alarm is left armed to go off later
         self.assertTrue(torch.equal(Slow()(torch.ones(2)), torch.full((2,), 2.0)))
 
+    def test_every_measurement_is_logged_with_its_spread_and_the_hosts_load(self):
+        """A single reading under torch.compile without CUDA graphs can be twice the model's time
+        (the compact LLaMA on the H200): the log says for each reading whether its calls were
+        uniformly slow or a few were, and how loaded the host was."""
+        from types import SimpleNamespace
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        loaded = SimpleNamespace(model=nn.Linear(8, 8), inputs=(torch.ones(4, 8),), device=torch.device("cpu"))
+        bench = Bench(loaded, Settings(warmup=1, iterations=9, budget_s=0), progress=lambda line: None)
+        first, second = bench.measure("eager"), bench.measure("eager")
+        self.assertEqual([r["us"] for r in bench.log], [first.us, second.us])
+        for record in bench.log:
+            self.assertEqual((record["mode"], record["kernels"]), ("eager", []))
+            self.assertLessEqual(record["fastest_call_us"], record["us"])
+            self.assertLessEqual(record["us"], record["slowest_call_us"])
+            self.assertGreaterEqual(record["load_1min"], 0.0)
+
 
 class Decide(unittest.TestCase):
     """Plugging by the whole model's time: backward elimination over the kernel set."""
