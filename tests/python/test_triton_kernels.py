@@ -35,12 +35,15 @@ class TritonKernels(unittest.TestCase):
         return (torch.randn(*shape, generator=self.generator, dtype=torch.float64) * scale).to(dtype)
 
     def check(self, op, inputs, outputs, scalars, references, defines=None, dtype=None):
+        """Runs the op's mapping in the interpreter and checks its outputs; returns the launch of its
+        last step."""
         spec = triton_interpret.load(KERNELS / f"{op}.py", defines)
-        triton_interpret.run(spec, inputs, outputs, scalars)
+        launch = triton_interpret.run(spec, inputs, outputs, scalars)
         for out, ref in zip(outputs, references):
             tolerance = TOLERANCE[dtype or out.dtype]
             self.assertTrue(torch.isfinite(out.double()).all(), f"{op}: non-finite output")
             self.assertLessEqual(relative_error(out, ref), tolerance, f"{op} {list(out.shape)} {out.dtype}")
+        return launch
 
     def dtypes(self, dot=False):
         # The interpreter's tl.dot of bf16 operands is wrong (a 16 x 16 product is off by 1e10: it
@@ -98,14 +101,20 @@ class TritonKernels(unittest.TestCase):
 
     def test_matmul(self):
         small = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "NUM_WARPS": 4, "NUM_STAGES": 2}
-        for (m, n, k), defines in [((33, 70, 45), None), ((130, 65, 100), small), ((1, 1, 1), None)]:
+        # TMA = 1: strides that are multiples of 16 take the TMA variant (40 x 96 x 80), others the
+        # pointers' (33 x 70 x 45).
+        for (m, n, k), defines in [((33, 70, 45), None), ((130, 65, 100), small), ((1, 1, 1), None),
+                                   ((40, 96, 80), dict(small, TMA=1)), ((33, 70, 45), dict(small, TMA=1))]:
             for dtype in self.dtypes(dot=True):
                 a, b = self.randn(m, k, dtype=dtype), self.randn(k, n, dtype=dtype)
-                self.check("matmul", [a, b], [torch.empty(m, n, dtype=dtype)], [], [a.double() @ b.double()], defines)
+                row_major = self.check("matmul", [a, b], [torch.empty(m, n, dtype=dtype)], [],
+                                       [a.double() @ b.double()], defines)
                 # B as the transposed view of a Linear's [N, K] weight (problem param b_nk = 1)
                 weight = self.randn(n, k, dtype=dtype)
-                self.check("matmul", [a, weight.t()], [torch.empty(m, n, dtype=dtype)], [],
-                           [a.double() @ weight.double().t()], defines)
+                linear = self.check("matmul", [a, weight.t()], [torch.empty(m, n, dtype=dtype)], [],
+                                    [a.double() @ weight.double().t()], defines)
+                tma = bool((defines or {}).get("TMA")) and dtype == torch.float16 and (n, k) == (96, 80)
+                self.assertEqual([row_major.constexprs["TMA"], linear.constexprs["TMA"]], [int(tma)] * 2)
 
     def test_flash_attention(self):
         # (b, h, s, d, kv heads), causal, scale (None: 1/sqrt(d)), tuning values. Small blocks put
@@ -142,7 +151,8 @@ class TritonKernels(unittest.TestCase):
                 wg, wu = self.randn(f, d, dtype=dtype, scale=d**-0.5), self.randn(f, d, dtype=dtype, scale=d**-0.5)
                 wd = self.randn(d, f, dtype=dtype, scale=f**-0.5)
                 ref = (F.silu(x.double() @ wg.double().t()) * (x.double() @ wu.double().t())) @ wd.double().t()
-                self.check("fused_mlp", [x, wg, wu, wd], [torch.empty(m, d, dtype=dtype)], [], [ref])
+                down = self.check("fused_mlp", [x, wg, wu, wd], [torch.empty(m, d, dtype=dtype)], [], [ref])
+                self.assertEqual(down.constexprs["TMA"], dtype == torch.float16 and (d, f) == (64, 80))
 
     def test_unsupported_calls_are_refused(self):
         spec = triton_interpret.load(KERNELS / "rmsnorm.py")

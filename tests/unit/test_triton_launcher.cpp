@@ -1,8 +1,9 @@
 // The launcher a Triton module carries, run on the CPU against a stand-in for the CUDA driver
 // (libcuda.so.1 built by the test, which records what the module asks of it): the right kernel
 // and cubin per call (variant, dtype, alignment), the grid, block and shared memory, every
-// argument's value, the scratch tensor's stream-ordered allocation, calls it must refuse, and
-// the per-thread stack its kernels' spills need, reserved before any launch.
+// argument's value, the scratch tensor's stream-ordered allocation, Triton's global scratch for
+// kernels that make tensor descriptors, calls it must refuse, and the per-thread stack its kernels'
+// spills need, reserved before any launch.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -141,15 +142,12 @@ class TritonLauncher : public ::testing::Test {
   F fake(const char* name) {
     return reinterpret_cast<F>(::dlsym(driver_, name));
   }
-  ak_launch_fn module(const std::string& op) {
+  ak_launch_fn module(const std::string& op, const Defines& defines = {}) {
     handle_ = nullptr;
     BuildResult build;
     try {
-      build = build_module({fs::path(AK_SOURCE_DIR) / "kernels" / "triton" / (op + ".py"),
-                            {},
-                            Backend::Cuda,
-                            "sm_90a",
-                            std::chrono::seconds(600)});
+      build = build_module({fs::path(AK_SOURCE_DIR) / "kernels" / "triton" / (op + ".py"), defines,
+                            Backend::Cuda, "sm_90a", std::chrono::seconds(600)});
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Unsupported) return nullptr;
       throw;
@@ -313,6 +311,38 @@ TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   EXPECT_EQ(param<uint64_t>(launch(2), 56), 0u);
   EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 4);  // h alone
   EXPECT_EQ(fake<int (*)()>("fake_frees")(), 4);
+}
+
+// The matmul's TMA = 1, a tuning choice: aligned calls of either layout of B take the TMA variant
+// and its global scratch (descriptors of A and B per program); K = 72 (rows of 144 bytes) does not.
+TEST_F(TritonLauncher, MatmulsTmaChoiceGivesAlignedCallsTheirGlobalScratch) {
+  const ak_launch_fn run = module("matmul", Defines{{"TMA", "1"}});
+  if (!run) GTEST_SKIP() << "no Triton toolchain";
+  expect_params({8, 8, 8, 4, 4, 4, 4, 4, 4, 8});  // A, B, C, M, N, K, three strides, global scratch
+  const int64_t m = 300, n = 512;
+  for (const int64_t k : {256, 72}) {
+    for (const bool b_nk : {false, true}) {
+      ak_call call = call_of({tensor(0x100000, AK_F16, {m, k}), tensor(0x200000, AK_F16, {k, n})},
+                             {tensor(0x300000, AK_F16, {m, n})});
+      if (b_nk) {  // the view B[K, N] of a contiguous [N, K] weight
+        call.inputs[1].strides[0] = 1;
+        call.inputs[1].strides[1] = k;
+      }
+      ASSERT_EQ(run(&call), AK_OK);
+      const Launch& l = launch(launches() - 1);
+      const uint64_t scratch = param<uint64_t>(l, 48);
+      SCOPED_TRACE("K " + std::to_string(k) + (b_nk ? ", b_nk" : ""));
+      if (k % 16 != 0) {
+        EXPECT_EQ(scratch, 0u);
+        continue;
+      }
+      const uint64_t programs = uint64_t{l.grid[0]} * l.grid[1] * l.grid[2];
+      EXPECT_EQ((scratch - 0x7000000) % programs, 0u);
+      EXPECT_GE((scratch - 0x7000000) / programs, 2u * 128u);  // A's and B's descriptors
+    }
+  }
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 2);
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 2);
 }
 
 // B as a Linear's weight (b_nk = 1) with K = 72, not a multiple of 16: the fp16 B_NK variant's
