@@ -40,7 +40,8 @@
 #   HEAD_GROUP  (batch, head)s whose query blocks interleave in the launch order
 # Default, for D 128 on H100 (sm_90a, Triton 3.6's ptxas): 128 x 128 blocks, 8 warps, 3 stages:
 # 255 registers and no spills, 224 KiB of shared memory (counted with pointer loads: ~500
-# instructions a warp a step, the 128 x 64 blocks ~335 for half the keys). 4 warps with 128-row blocks spill (last @require).
+# instructions a warp a step, the 128 x 64 blocks ~335 for half the keys). 4 warps with 128-row
+# blocks spill (last @require).
 #
 # @tune BLOCK_M: 64, 128, 256
 # @tune BLOCK_N: 32, 64, 128
