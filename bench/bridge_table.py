@@ -2,7 +2,8 @@
 the model (median wall time per forward pass), the ratio, the kernels plugged in, and issue 11's
 targets (ours in eager >= 1.3x eager; ours under torch.compile >= 1.05x torch.compile alone in the
 same mode) for the two LLaMA configurations; then every reading under torch.compile (verify.json's
-measurement log) with its fastest and slowest call and the host's load. Writes OUT/bridge.json
+measurement log) with its fastest and slowest call, the host's load, and for a reading with our
+kernels its rounds against PyTorch alone's in the same rounds. Writes OUT/bridge.json
 with the table's rows.
 
     python3 bench/bridge_table.py OUT llama llama-7b-4l gpt2 bert
@@ -68,12 +69,16 @@ def main(out, models):
     for line in missing:
         print(line)
     if readings:  # each compiled reading's calls: uniformly slow, or a few slow ones?
-        print("\ncompiled readings: model, mode, kernels, median / fastest / slowest call us, host load (1 min)")
+        print("\ncompiled readings: model, mode, kernels, median / fastest / slowest call us, host load (1 min); "
+              "with kernels, each round's median: ours / PyTorch alone")
     for model, m in readings:
         kernels = ",".join(op_of(k) for k in m["kernels"]) or "PyTorch"
         print(f"  {model:10s} {m['mode']:28s} {kernels[:40]:40s} {cell(m['us'], '{:8.0f}')} "
               f"{cell(m['fastest_call_us'], '{:8.0f}')} {cell(m['slowest_call_us'], '{:8.0f}')} "
               f"{cell(m['load_1min'], '{:5.1f}')} {m['note'][:40]}")
+        rounds = zip(m.get("rounds_us") or [], m.get("paired_torch_rounds_us") or [])
+        print("".join(f"{'':42s}round {i}: {ours:8.0f} / {alone:8.0f}\n" for i, (ours, alone) in enumerate(rounds, 1)),
+              end="")
 
 
 if __name__ == "__main__":

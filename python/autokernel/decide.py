@@ -28,13 +28,14 @@ from .timing import compile_state, forward_in_mode, median_us, reset_compiled, w
 # A variant must be this much faster to count: the medians of two runs of the same model differ
 # by about 1% on a busy machine.
 MARGIN = 0.01
-# An eager forward pass of a launch-bound model is host-bound, and its time moves with the GPU's
-# clocks as they follow the load: on the H100 the same model read 8.6 to 12.7 ms in different
-# minutes. So each eager variant is timed in rounds alternating with PyTorch alone, and judged by
-# its time against PyTorch's in the same rounds.
-EAGER_ROUNDS = 3
-# The readings of PyTorch alone and of ours that a compiled mode's row is the median of.
-COMPILED_ROUNDS = 3
+# A forward pass of a launch-bound model is host-bound (eager, and torch.compile without CUDA
+# graphs), and its time moves with the GPU's clocks and the host as they follow the load: on the
+# H100 the same eager model read 8.6 to 12.7 ms in different minutes, and under torch.compile one
+# reading of PyTorch alone read 4511 µs where another, on the same H200 type, read 3435. So every
+# variant is timed in rounds alternating with PyTorch alone, and judged by its time against
+# PyTorch's in the same rounds. Under torch.compile both stay compiled for the rounds: the model
+# switches between them without recompiling (apply.set_aside / put_back).
+PAIRED_ROUNDS = 3
 
 
 class BudgetSpent(BaseException):
@@ -55,9 +56,10 @@ class Measurement:
     sites: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)
     fallbacks: dict = field(default_factory=dict)
-    paired_base_us: Optional[float] = None  # eager: PyTorch alone, timed in the same rounds
-    readings: list = field(default_factory=list)  # compiled modes: every reading `us` is the median of
-    spread_us: Optional[tuple] = None  # the fastest and slowest call of the timed loop (not paired)
+    paired_base_us: Optional[float] = None  # PyTorch alone, timed in the same rounds
+    readings: list = field(default_factory=list)  # each round's median, `us` is their median
+    paired_readings: list = field(default_factory=list)  # PyTorch alone's, round by round
+    spread_us: Optional[tuple] = None  # the fastest and slowest call timed
     load: Optional[float] = None  # the host's 1-minute load average when the timing ended
 
     def record(self):
@@ -66,11 +68,12 @@ class Measurement:
         spread = self.spread_us or (None, None)
         return {"mode": self.mode, "kernels": list(self.kernels), "us": self.us, "fastest_call_us": spread[0],
                 "slowest_call_us": spread[1], "paired_torch_us": self.paired_base_us,
+                "rounds_us": self.readings, "paired_torch_rounds_us": self.paired_readings,
                 "compile_s": self.compile_s, "load_1min": self.load, "note": self.note}
 
     def torch_us(self, base):
-        """PyTorch alone as this variant is compared with it: its paired rounds (eager), else
-        `base`, the mode's one measurement of PyTorch alone."""
+        """PyTorch alone as this variant is compared with it: its paired rounds, else `base`, the
+        mode's one measurement of PyTorch alone."""
         return self.paired_base_us or base.us
 
     def relative(self, base):
@@ -110,19 +113,20 @@ class Bench:
         return time.time() - self.started
 
     def estimate(self, mode):
-        """Seconds one more measurement in `mode` will take: its compilation and its runs. A mode
+        """Seconds one more measurement in `mode` will take: its compilations (with kernels, two:
+        the model with them, and PyTorch alone again for the paired rounds) and its runs. A mode
         compiled before: as long as its last compilation (Inductor's caches make a recompile of the
         same graph quick). A mode not compiled yet: as the slowest compilation so far (30 s before
         any), and max-autotune ten times that: it benchmarks every GEMM's choices (on the H100,
         llama's first max-autotune compile ran past 95 s where default's first took 13 s and its
         recompiles 2 s)."""
         if mode == "eager":
-            compile_s = 0.0
-        elif mode in self.compile_s:
+            return 2.0
+        if mode in self.compile_s:
             compile_s = self.compile_s[mode]
         else:
             compile_s = max(self.compile_s_ever, default=30.0) * (10 if "max-autotune" in mode else 1)
-        return compile_s + 2.0
+        return 2 * compile_s + 2.0
 
     def compiled(self, mode, seconds):
         self.compile_s[mode] = seconds
@@ -173,15 +177,20 @@ class Bench:
         model, inputs = self.loaded.model, self.loaded.inputs
         applying.restore(model)
         reset_compiled(compiling=mode != "eager")
-        if kernels or traced_only:
-            report = self.apply(kernels, traced_only)
-            m.sites = report.sites if report else []
-        forward, m.compile_s, _ = forward_in_mode(model, inputs, mode)
+
+        def apply():
+            if kernels or traced_only:
+                report = self.apply(kernels, traced_only)
+                m.sites = report.sites if report else []
+
+        # Applied once torch.compile has wrapped the model as PyTorch has it, so that the paired
+        # rounds enter the model alike in both states (see forward_in_mode).
+        forward, m.compile_s, _ = forward_in_mode(model, inputs, mode, before_first_call=apply)
         if mode != "eager":
             self.compiled(mode, m.compile_s)
             self.progress(f"  compiled in {m.compile_s:.0f} s; {compile_state()}")
-        if mode == "eager" and (kernels or traced_only):
-            m.us, m.paired_base_us = self._paired(forward, kernels, traced_only)
+        if kernels or traced_only:
+            self._paired(m, forward)
         else:
             times = wall_times_us(self.loaded.device, forward, self.settings.warmup, self.settings.iterations)
             m.us, m.spread_us = statistics.median(times), (min(times), max(times))
@@ -220,35 +229,32 @@ class Bench:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
 
-    def confirm(self, mode, kernels, base, ours):
-        """More readings of PyTorch alone and of the model with `kernels`, in a compiled mode,
-        alternating (each a recompile, from Inductor's caches), as far as the budget allows. A
-        forward pass under torch.compile without CUDA graphs is host-bound as eager is, and one
-        reading of PyTorch alone read 4511 µs where another, on the same H200 type, read 3435.
-        Returns the two measurements with their times the medians of all their readings."""
-        readings = {"torch": [base.us], "ours": [ours.us]}
-        for _ in range(COMPILED_ROUNDS - 1):
-            if not self.affordable(mode, measurements=2):  # a round is two measurements
-                break
-            again, again_ours = self.measure(mode), self.measure(mode, kernels)
-            if again.us is None or again_ours.us is None:
-                break
-            readings["torch"].append(again.us)
-            readings["ours"].append(again_ours.us)
-        base.readings, ours.readings = readings["torch"], readings["ours"]
-        base.us, ours.us = statistics.median(base.readings), statistics.median(ours.readings)
-        return base, ours
-
-    def _paired(self, forward, kernels, traced_only):
-        """Medians of the applied model and of PyTorch alone over EAGER_ROUNDS alternating rounds."""
-        model, device = self.loaded.model, self.loaded.device
-        ours, alone = [], []
-        for _ in range(EAGER_ROUNDS):
-            ours.append(median_us(device, forward, self.settings.warmup, self.settings.iterations))
-            applying.restore(model)
-            alone.append(median_us(device, forward, self.settings.warmup, self.settings.iterations))
-            self.apply(kernels, traced_only)
-        return statistics.median(ours), statistics.median(alone)
+    def _paired(self, m, forward):
+        """Times the applied model and PyTorch alone in PAIRED_ROUNDS alternating rounds, into `m`:
+        each one's round medians, and the medians of those. Under torch.compile the first call
+        without our kernels compiles PyTorch alone (a warmup call; from Inductor's caches where it
+        was compiled before), and from then on the model switches between its two compiled graphs.
+        PyTorch alone must run none of our kernels: if it did, the switch did not happen and the
+        comparison would be of ours against ours."""
+        model, device, warmup, iterations = self.loaded.model, self.loaded.device, self.settings.warmup, \
+            self.settings.iterations
+        ours_calls = []
+        for _ in range(PAIRED_ROUNDS):
+            times = wall_times_us(device, forward, warmup, iterations)
+            m.readings.append(statistics.median(times))
+            ours_calls += times
+            aside = applying.set_aside(model)
+            TABLE.reset_counts()
+            try:
+                m.paired_readings.append(median_us(device, forward, warmup, iterations))
+                ran = {name: count for name, count in TABLE.calls.items() if count}
+            finally:
+                applying.put_back(model, aside)
+            if ran:
+                raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(sorted(ran))}): the model did "
+                                   f"not switch back from the compiled graph with them")
+        m.us, m.paired_base_us = statistics.median(m.readings), statistics.median(m.paired_readings)
+        m.spread_us = (min(ours_calls), max(ours_calls))
 
 
 def decide(bench, mode, candidates, base):

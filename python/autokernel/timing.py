@@ -42,11 +42,15 @@ def device_name(device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def forward_in_mode(model, inputs, mode):
+def forward_in_mode(model, inputs, mode, before_first_call=lambda: None):
     """A no-grad forward of the model as run in `mode` ("eager" or a torch.compile mode, with
     fullgraph=True: a graph break is an error, not a silent fallback), and the seconds its first
-    call took (the compilation)."""
+    call took (the compilation). `before_first_call` runs after torch.compile has wrapped the model
+    and before the call that compiles it: the wrapper decides from the model's forward then how to
+    enter it on every later call (a torch.nn class's own forward, e.g. nn.Sequential's, through a
+    frame of its own), so a model changed by apply() after wrapping is entered alike in both states."""
     runner = model if mode == "eager" else torch.compile(model, mode=mode, fullgraph=True)
+    before_first_call()
 
     def forward():
         with torch.no_grad():

@@ -5,6 +5,7 @@ scopes of their own, the rest as unknown aten ops.
 import ctypes
 import json
 import os
+import statistics
 import subprocess
 import unittest
 
@@ -13,6 +14,7 @@ from torch import nn
 
 from autokernel import profile
 from autokernel.runtime import abi
+from autokernel.runtime.apply import report as applying_report
 from autokernel.runtime.ops import OPS
 
 CLI = os.environ.get("AK_CLI_PATH")
@@ -104,13 +106,14 @@ class VerifyBudget(unittest.TestCase):
         from autokernel.verify import Settings
 
         bench = Bench(loaded=None, settings=Settings(warmup=1, iterations=1, budget_s=100), progress=print)
-        self.assertEqual(bench.estimate("default"), 32.0)  # nothing compiled yet
+        # a compiled measurement compiles twice: with the kernels, and PyTorch alone for its rounds
+        self.assertEqual(bench.estimate("default"), 62.0)  # nothing compiled yet
         self.assertEqual(bench.estimate("eager"), 2.0)
         bench.compiled("default", 13.0)  # the first compilation
         bench.compiled("default", 2.0)  # a recompilation, from Inductor's caches
-        self.assertEqual(bench.estimate("default"), 4.0)
-        self.assertEqual(bench.estimate("reduce-overhead"), 15.0)
-        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs"), 132.0)
+        self.assertEqual(bench.estimate("default"), 6.0)
+        self.assertEqual(bench.estimate("reduce-overhead"), 28.0)
+        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs"), 262.0)
         self.assertTrue(bench.affordable("reduce-overhead"))
         self.assertFalse(bench.affordable("max-autotune-no-cudagraphs"))
 
@@ -125,7 +128,7 @@ class VerifyBudget(unittest.TestCase):
                       started=time.time() - 50)
         self.assertGreaterEqual(bench.elapsed(), 50)
         self.assertTrue(bench.affordable("eager"))
-        self.assertFalse(bench.affordable("default"))  # 32 s estimated, 10 s left
+        self.assertFalse(bench.affordable("default"))  # 62 s estimated, 10 s left
 
     def test_a_measurement_running_when_the_budget_ends_is_stopped(self):
         """A compile can run minutes past its estimate; the measurement in flight at the budget's end
@@ -258,52 +261,93 @@ class Decide(unittest.TestCase):
 
 
 class CompiledRounds(unittest.TestCase):
-    """A compiled mode's row is the median of alternating readings of PyTorch alone and of ours
-    (one reading of PyTorch alone under torch.compile read 4511 µs, another 3435, same GPU type),
-    and a set that the medians do not show faster is not plugged."""
+    """Under torch.compile a variant is timed in rounds alternating with PyTorch alone (one reading
+    of PyTorch alone under torch.compile read 4511 µs, another 3435, same GPU type), both compiled
+    once; a kept set is timed once more, and one that its rounds do not show faster is not plugged."""
 
     @staticmethod
-    def bench(readings):
-        from autokernel.decide import Bench, Measurement
+    def bench(measurements):
+        from autokernel.decide import Bench
         from autokernel.verify import Settings
 
         class Scripted(Bench):
             def measure(self, mode, kernels=(), traced_only=False):
                 self.order.append(tuple(kernels))
-                return Measurement(mode, tuple(kernels), us=readings.pop(0))
+                return measurements.pop(0)
 
         bench = Scripted(None, Settings(warmup=1, iterations=1, budget_s=0), lambda line: None)
         bench.order = []
         return bench
 
-    def test_a_win_that_holds_is_kept_with_the_medians(self):
+    @staticmethod
+    def paired(us, torch_us):
+        from autokernel.decide import Measurement
+
+        return Measurement("default", ("mm",), us=sorted(us)[1], paired_base_us=sorted(torch_us)[1], readings=us,
+                           paired_readings=torch_us)
+
+    def test_a_win_that_holds_is_kept_with_its_rounds(self):
         from autokernel.decide import Measurement
         from autokernel.verify import _confirmed, _row
 
-        bench = self.bench([3440.0, 3400.0, 3435.0, 3390.0])
+        bench = self.bench([self.paired([3400.0, 3390.0, 3420.0], [3440.0, 3435.0, 3450.0])])
         why = {"mm": (True, "alone, the model takes 3248 µs (PyTorch 4511 µs)")}
-        base, ours = Measurement("default", (), us=4511.0), Measurement("default", ("mm",), us=3248.0)
-        kept, final = _confirmed(bench, "default", ["mm"], base, ours, why)
+        base = Measurement("default", (), us=4511.0)
+        kept, final = _confirmed(bench, "default", ["mm"], base, self.paired([3248.0] * 3, [4511.0] * 3), why)
         self.assertEqual(kept, ["mm"])
-        self.assertEqual((base.us, final.us), (3440.0, 3390.0))
-        self.assertEqual(bench.order, [(), ("mm",), (), ("mm",)])  # alternating
+        self.assertEqual(bench.order, [("mm",)])  # timed once more
+        self.assertEqual((final.us, final.torch_us(base)), (3400.0, 3440.0))
         row = _row("default", base, final, kept)
-        self.assertEqual(row["torch_readings_us"], [4511.0, 3440.0, 3435.0])
-        self.assertIn("medians of 3 alternating compiles", row["note"])
+        self.assertEqual((row["torch_us"], row["ours_us"]), (3440.0, 3400.0))
+        self.assertEqual(row["torch_readings_us"], [3440.0, 3435.0, 3450.0])
+        self.assertIn("medians of 3 alternating rounds: PyTorch 3440/3435/3450, ours 3400/3390/3420", row["note"])
 
     def test_a_win_read_once_against_a_slow_reading_is_not_plugged(self):
         from autokernel.decide import Measurement
         from autokernel.verify import _confirmed
 
-        bench = self.bench([3440.0, 3450.0, 3435.0, 3445.0])
+        bench = self.bench([self.paired([3445.0, 3440.0, 3450.0], [3440.0, 3435.0, 3450.0])])
         why = {"mm": (True, "alone, the model takes 3248 µs (PyTorch 4511 µs)")}
         base = Measurement("default", (), us=4511.0)
-        kept, final = _confirmed(bench, "default", ["mm"], base, Measurement("default", ("mm",), us=3248.0), why)
+        kept, final = _confirmed(bench, "default", ["mm"], base, self.paired([3248.0] * 3, [4511.0] * 3), why)
         self.assertEqual(kept, [])
         self.assertIs(final, base)
         self.assertFalse(why["mm"][0])
-        self.assertIn("not in the medians of 3 alternating readings: 3445 µs with them, 3440 µs without", why["mm"][1])
+        self.assertIn("not in the medians of 3 alternating rounds: 3445 µs with them, 3440 µs without", why["mm"][1])
         self.assertIn("not plugged", base.note)
+
+    def test_a_mode_not_decided_is_judged_by_its_own_rounds(self):
+        from autokernel.decide import Measurement
+        from autokernel.verify import _confirmed
+
+        bench = self.bench([])
+        base = Measurement("reduce-overhead", (), us=2500.0)
+        kept, final = _confirmed(bench, "reduce-overhead", ["mm"], base,
+                                 self.paired([2400.0, 2390.0, 2410.0], [2500.0, 2520.0, 2490.0]), None)
+        self.assertEqual((kept, bench.order), (["mm"], []))  # no second measurement
+        self.assertEqual(final.us, 2400.0)
+
+    def test_the_rounds_switch_between_two_compiled_graphs_without_recompiling(self):
+        """The model with the traced graphs in and PyTorch alone, under torch.compile: two
+        compilations for three rounds of each, and the log has every round."""
+        from types import SimpleNamespace
+
+        from torch._dynamo.utils import counters
+
+        from autokernel.decide import PAIRED_ROUNDS, Bench
+        from autokernel.verify import Settings
+
+        model = nn.Sequential(nn.Linear(16, 32), nn.SiLU(), nn.Linear(32, 16)).eval()
+        loaded = SimpleNamespace(model=model, inputs=(torch.randn(8, 16),), device=torch.device("cpu"))
+        bench = Bench(loaded, Settings(warmup=1, iterations=3, budget_s=0), progress=lambda line: None)
+        before = counters["stats"]["unique_graphs"]
+        m = bench.measure("default", traced_only=True)
+        self.assertEqual(m.note, "")
+        self.assertEqual(counters["stats"]["unique_graphs"] - before, 2)
+        self.assertEqual((len(m.readings), len(m.paired_readings)), (PAIRED_ROUNDS, PAIRED_ROUNDS))
+        self.assertEqual((m.us, m.paired_base_us), (statistics.median(m.readings), statistics.median(m.paired_readings)))
+        self.assertEqual(bench.log[-1]["rounds_us"], m.readings)
+        self.assertIsNone(applying_report(model))  # measure() leaves the model as it found it
 
 
 if __name__ == "__main__":

@@ -188,6 +188,29 @@ def report(model):
     return applied[0] if applied else None
 
 
+def set_aside(model):
+    """Takes apply's changes off `model` for a while: it runs its own forward until
+    put_back(model, aside) reinstalls the very same objects. torch.compile guards on them, so a
+    model compiled in both states switches between its two compiled graphs without recompiling
+    (verify times the two in alternating rounds). None when the model is not applied."""
+    applied = getattr(model, _ATTRIBUTE, None)
+    if not applied:
+        return None
+    forwards = {m: m.__dict__["forward"] for m in applied[1] if isinstance(m.__dict__.get("forward"), _Dispatch)}
+    restore(model)
+    return applied, forwards
+
+
+def put_back(model, aside):
+    """Undoes set_aside(model)."""
+    if aside is None:
+        return
+    applied, forwards = aside
+    for module, dispatch in forwards.items():
+        module.forward = dispatch
+    object.__setattr__(model, _ATTRIBUTE, applied)
+
+
 def restore(model):
     """Undoes apply(): every changed module runs its own forward again."""
     applied = getattr(model, _ATTRIBUTE, None)
