@@ -28,6 +28,9 @@ DEADLINE_S=${DEADLINE_S:-450}        # the whole script, from its start
 DECIDE_MODE=${DECIDE_MODE:-default,reduce-overhead}  # the modes plugging is decided in (each on its own)
 TOP=${TOP:-8}  # every operator of the compact LLaMA: in eager the small ones matter most
 OPTIMIZE_BUDGET=${OPTIMIZE_BUDGET:-}  # e.g. 60s: optimize each model's kernels before verify
+# e.g. eager,default,reduce-overhead: after each verify, where the model's time goes in those modes
+# (bench/compiled_time.py: wall and GPU time per forward by kind of kernel, with and without ours)
+SPLIT_MODES=${SPLIT_MODES:-}
 AK=$PWD/build-gpu/autokernel
 START=$(date +%s)
 log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a "$OUT/bridge.log"; }
@@ -103,14 +106,19 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
        timeout 20 py-spy dump --native --pid "$pid" >>"$OUT/$model/overrun.txt" 2>&1
      done
      sleep 10
-   done) &
+   done) </dev/null >/dev/null 2>&1 &  # (its sleep must not hold the pipe of whoever reads this script's output)
   local watcher=$!
   timeout $((budget + 60)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
     --compile-modes "${MODES[$model]}" --iterations 20 >"$OUT/$model/verify.txt" 2>&1
   echo "verify $model exit: $?" | tee -a "$OUT/bridge.log"
-  kill $watcher 2>/dev/null
+  pkill -P $watcher 2>/dev/null; kill $watcher 2>/dev/null
   tail -12 "$OUT/$model/verify.txt"
   cp "$ws/verify.json" "$ws/kernels.json" "$OUT/$model/" 2>/dev/null
+  if [[ -n $SPLIT_MODES ]] && (($(left) > 40)); then
+    log "where $model's time goes ($SPLIT_MODES)"
+    timeout $(($(left) - 20)) python3 bench/compiled_time.py --workspace "$ws" --modes "$SPLIT_MODES" \
+      --out "$OUT/$model" 2>"$OUT/$model/compiled_time.err" | grep -v "^USDT\|^STAGE" | tee "$OUT/$model/compiled_time.txt"
+  fi
 }
 
 if want profiles; then

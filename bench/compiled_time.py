@@ -1,0 +1,151 @@
+"""Where a verified model's time goes, as users run it: for each mode (eager, torch.compile modes),
+PyTorch alone and the model with our kernels applied (all candidates, then each alone), the wall
+time per forward pass beside the GPU's kernel time per forward pass, by kind of kernel: GEMMs,
+attention, Inductor's generated kernels, ours, the rest. Wall time well above GPU time is a
+host-bound mode (launches and Python); a kernel of ours that takes the place of Inductor's shows
+as the GPU time it removes from one kind and adds to "ours".
+
+Reads the workspace `autokernel verify` wrote (profile.json: the model, shape, dtype and seed;
+kernels.json: the candidates, built for this machine). Prints one table per mode and writes
+OUT/compiled_time.json with every variant's kernels by name.
+
+    python3 bench/compiled_time.py --workspace /tmp/bridge-llama --modes eager,default,reduce-overhead --out $OUT
+"""
+import argparse
+import json
+import pathlib
+import re
+import statistics
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+try:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from autokernel import loading
+    from autokernel.runtime import apply as applying
+    from autokernel.runtime import custom_ops, manifest
+    from autokernel.timing import COMPILE_MODES, forward_in_mode, reset_compiled, synchronize, wall_times_us
+except ImportError as e:
+    sys.exit(f"compiled_time: cannot import what it needs: {e}")
+
+# Kinds of kernel, by name, in order (the first that matches); "ours" by where it was launched.
+KINDS = [("attention", re.compile(r"flash|fmha|sdpa|attention", re.I)),
+         ("gemm", re.compile(r"gemm|nvjet|cutlass|xmma|cublas|_mm_|sm90_", re.I)),
+         ("inductor", re.compile(r"^triton_")),
+         ("copy", re.compile(r"memcpy|memset|copy|fill", re.I))]
+COLUMNS = ["ours", "gemm", "attention", "inductor", "copy", "other"]
+
+
+def kind_of(name, ours):
+    if name in ours:
+        return "ours"
+    return next((kind for kind, pattern in KINDS if pattern.search(name)), "other")
+
+
+def kernel_times(prof, calls):
+    """{kernel name: µs per forward pass} of every GPU kernel in the profile, and the names of
+    those launched from one of our ops (autokernel::*)."""
+    per_name, ours = {}, set()
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            per_name[event.name] = per_name.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
+        elif event.name.startswith(f"{custom_ops.NAMESPACE}::"):
+            ours.update(k.name for k in event.kernels)
+    return per_name, ours
+
+
+def measure(loaded, traced, mode, kernels, iterations, ours_names):
+    """Wall time per forward (median of `iterations` synchronized calls) and the GPU kernels' time
+    per forward (a profile of `iterations` calls) of the model in `mode` with `kernels` applied."""
+    model = loaded.model
+    applying.restore(model)
+    reset_compiled(compiling=mode != "eager")
+
+    def apply():
+        if kernels:
+            applying.apply(model, kernels=kernels, traced=traced)
+
+    forward, compile_s, _ = forward_in_mode(model, loaded.inputs, mode, before_first_call=apply)
+    try:
+        wall = statistics.median(wall_times_us(loaded.device, forward, 5, iterations))
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(iterations):
+                forward()
+            synchronize(loaded.device)
+    finally:
+        applying.restore(model)
+    per_name, ours = kernel_times(prof, iterations)
+    ours_names |= ours
+    return {"mode": mode, "kernels": list(kernels), "wall_us": wall, "compile_s": compile_s, "per_kernel_us": per_name}
+
+
+def by_kind(row, ours_names):
+    kinds = dict.fromkeys(COLUMNS, 0.0)
+    for name, us in row["per_kernel_us"].items():
+        kinds[kind_of(name, ours_names)] += us
+    return kinds
+
+
+def print_mode(rows, ours_names, ops):
+    head = f"{'variant':34s} {'wall us':>8s} {'GPU us':>8s} {'busy':>5s} " + " ".join(f"{c:>9s}" for c in COLUMNS)
+    print(f"\n{rows[0]['mode']}: per forward pass, GPU kernel time by kind (us)\n{head}")
+    for row in rows:
+        kinds, gpu = by_kind(row, ours_names), sum(row["per_kernel_us"].values())
+        label = "PyTorch alone" if not row["kernels"] else "+ " + ", ".join(ops[k] for k in row["kernels"])
+        print(f"{label[:34]:34s} {row['wall_us']:8.0f} {gpu:8.0f} {gpu / row['wall_us']:5.0%} "
+              + " ".join(f"{kinds[c]:9.0f}" for c in COLUMNS))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workspace", required=True, help="a workspace `autokernel verify` wrote")
+    parser.add_argument("--modes", default="eager,default,reduce-overhead")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--each", action="store_true", help="also each candidate alone")
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args()
+    workspace = pathlib.Path(args.workspace)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m != "eager" and m not in COMPILE_MODES]
+    if unknown:
+        sys.exit(f"compiled_time: unknown mode {unknown[0]} (eager, {', '.join(COMPILE_MODES)})")
+    try:
+        model = json.loads((workspace / "profile.json").read_text())["model"]
+        registered, _, not_loaded = manifest.load(workspace / "kernels.json")
+    except (OSError, ValueError, manifest.ManifestError) as e:
+        sys.exit(f"compiled_time: {workspace} is not a verified workspace: {e}")
+    if not registered:
+        sys.exit(f"compiled_time: no kernel of {workspace} loads here ({not_loaded or 'none is a candidate'})")
+    loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"], "auto",
+                          model.get("seed", 0))
+    custom_ops.define()
+    traced = applying.trace(loaded.model, loaded.inputs)
+    names = [k.name for k in registered]
+    variants = [[], names] + ([[n] for n in names] if args.each and len(names) > 1 else [])
+    ours_names, results = set(), []
+    for mode in modes:
+        rows = []
+        for kernels in variants:
+            print(f"compiled_time: {mode}, {len(kernels)} kernels", file=sys.stderr, flush=True)
+            try:
+                rows.append(measure(loaded, traced, mode, kernels, args.iterations, ours_names))
+            except Exception as e:  # a mode that fails to compile is a line, the others go on
+                print(f"compiled_time: {mode} with {kernels}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+        results += rows
+    for mode in modes:
+        rows = [r for r in results if r["mode"] == mode]
+        if rows:
+            print_mode(rows, ours_names, {k.name: k.op for k in registered})
+    document = {"model": model, "device": torch.cuda.get_device_name() if loaded.device.type == "cuda" else "cpu",
+                "torch": torch.__version__, "ours": sorted(ours_names),
+                "rows": [dict(r, by_kind=by_kind(r, ours_names)) for r in results]}
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compiled_time.json").write_text(json.dumps(document, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
