@@ -59,13 +59,16 @@ def kernel_times(prof, calls):
 
 def measure(loaded, traced, mode, kernels, iterations, ours_names):
     """Wall time per forward (median of `iterations` synchronized calls) and the GPU kernels' time
-    per forward (a profile of `iterations` calls) of the model in `mode` with `kernels` applied."""
+    per forward (a profile of `iterations` calls) of the model in `mode` with `kernels` applied
+    (None: apply's rewritten graph without any kernel of ours, what applying alone costs)."""
     model = loaded.model
     applying.restore(model)
     reset_compiled(compiling=mode != "eager")
 
     def apply():
-        if kernels:
+        if kernels is None:
+            applying.apply(model, kernels=[], traced=traced, keep_traced=True)
+        elif kernels:
             applying.apply(model, kernels=kernels, traced=traced)
 
     forward, compile_s, _ = forward_in_mode(model, loaded.inputs, mode, before_first_call=apply)
@@ -79,7 +82,7 @@ def measure(loaded, traced, mode, kernels, iterations, ours_names):
         applying.restore(model)
     per_name, ours = kernel_times(prof, iterations)
     ours_names |= ours
-    return {"mode": mode, "kernels": list(kernels), "wall_us": wall, "compile_s": compile_s, "per_kernel_us": per_name}
+    return {"mode": mode, "kernels": kernels, "wall_us": wall, "compile_s": compile_s, "per_kernel_us": per_name}
 
 
 def by_kind(row, ours_names):
@@ -94,7 +97,8 @@ def print_mode(rows, ours_names, ops):
     print(f"\n{rows[0]['mode']}: per forward pass, GPU kernel time by kind (us)\n{head}")
     for row in rows:
         kinds, gpu = by_kind(row, ours_names), sum(row["per_kernel_us"].values())
-        label = "PyTorch alone" if not row["kernels"] else "+ " + ", ".join(ops[k] for k in row["kernels"])
+        label = ("apply's graph, no kernel" if row["kernels"] is None else "PyTorch alone" if not row["kernels"]
+                 else "+ " + ", ".join(ops[k] for k in row["kernels"]))
         print(f"{label[:34]:34s} {row['wall_us']:8.0f} {gpu:8.0f} {gpu / row['wall_us']:5.0%} "
               + " ".join(f"{kinds[c]:9.0f}" for c in COLUMNS))
 
@@ -105,6 +109,7 @@ def main():
     parser.add_argument("--modes", default="eager,default,reduce-overhead")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--each", action="store_true", help="also each candidate alone")
+    parser.add_argument("--traced", action="store_true", help="also apply's rewritten graph without our kernels")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     workspace = pathlib.Path(args.workspace)
@@ -124,12 +129,13 @@ def main():
     custom_ops.define()
     traced = applying.trace(loaded.model, loaded.inputs)
     names = [k.name for k in registered]
-    variants = [[], names] + ([[n] for n in names] if args.each and len(names) > 1 else [])
+    variants = [[], names] + ([[n] for n in names] if args.each and len(names) > 1 else []) + \
+        ([None] if args.traced else [])
     ours_names, results = set(), []
     for mode in modes:
         rows = []
         for kernels in variants:
-            print(f"compiled_time: {mode}, {len(kernels)} kernels", file=sys.stderr, flush=True)
+            print(f"compiled_time: {mode}, {kernels}", file=sys.stderr, flush=True)
             try:
                 rows.append(measure(loaded, traced, mode, kernels, args.iterations, ours_names))
             except Exception as e:  # a mode that fails to compile is a line, the others go on

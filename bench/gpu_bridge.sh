@@ -31,6 +31,7 @@ OPTIMIZE_BUDGET=${OPTIMIZE_BUDGET:-}  # e.g. 60s: optimize each model's kernels 
 # e.g. eager,default,reduce-overhead: after each verify, where the model's time goes in those modes
 # (bench/compiled_time.py: wall and GPU time per forward by kind of kernel, with and without ours)
 SPLIT_MODES=${SPLIT_MODES:-}
+SPLIT_ARGS=${SPLIT_ARGS:-}  # e.g. "--each --traced": also each kernel alone, and apply's graph alone
 AK=$PWD/build-gpu/autokernel
 START=$(date +%s)
 log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a "$OUT/bridge.log"; }
@@ -116,7 +117,7 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
   cp "$ws/verify.json" "$ws/kernels.json" "$OUT/$model/" 2>/dev/null
   if [[ -n $SPLIT_MODES ]] && (($(left) > 40)); then
     log "where $model's time goes ($SPLIT_MODES)"
-    timeout $(($(left) - 20)) python3 bench/compiled_time.py --workspace "$ws" --modes "$SPLIT_MODES" \
+    timeout $(($(left) - 20)) python3 bench/compiled_time.py --workspace "$ws" --modes "$SPLIT_MODES" $SPLIT_ARGS \
       --out "$OUT/$model" 2>"$OUT/$model/compiled_time.err" | grep -v "^USDT\|^STAGE" | tee "$OUT/$model/compiled_time.txt"
   fi
 }
