@@ -23,7 +23,7 @@ import torch
 
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
-from .timing import compile_state, forward_in_mode, median_us, reset_compiled, wall_times_us
+from .timing import compile_state, forward_in_mode, reset_compiled, timed_call_us, wall_times_us
 
 # A variant must be this much faster to count: the medians of two runs of the same model differ
 # by about 1% on a busy machine.
@@ -32,9 +32,9 @@ MARGIN = 0.01
 # graphs), and its time moves with the GPU's clocks and the host as they follow the load: on the
 # H100 the same eager model read 8.6 to 12.7 ms in different minutes, and under torch.compile one
 # reading of PyTorch alone read 4511 µs where another, on the same H200 type, read 3435. So every
-# variant is timed in rounds alternating with PyTorch alone, and judged by its time against
-# PyTorch's in the same rounds. Under torch.compile both stay compiled for the rounds: the model
-# switches between them without recompiling (apply.set_aside / put_back).
+# variant is timed call by call alternating with PyTorch alone, and judged by its time against
+# PyTorch's in the same calls. Under torch.compile both stay compiled: the model switches between
+# them without recompiling (apply.aside).
 PAIRED_ROUNDS = 3
 
 
@@ -230,31 +230,40 @@ class Bench:
             signal.signal(signal.SIGALRM, previous)
 
     def _paired(self, m, forward):
-        """Times the applied model and PyTorch alone in PAIRED_ROUNDS alternating rounds, into `m`:
-        each one's round medians, and the medians of those. Under torch.compile the first call
-        without our kernels compiles PyTorch alone (a warmup call; from Inductor's caches where it
-        was compiled before), and from then on the model switches between its two compiled graphs.
-        PyTorch alone must run none of our kernels: if it did, the switch did not happen and the
-        comparison would be of ours against ours."""
+        """Times the applied model and PyTorch alone call by call, alternating (a call of one, then
+        a call of the other, PAIRED_ROUNDS x iterations times each), into `m`: each one's median
+        per round of `iterations` pairs, and the medians of all their calls. The host's speed
+        drifts over seconds on a shared machine (the same compiled model read 3.6 to 5.1 ms a
+        forward pass in one minute on the H200), and so does the GPU's clock; calls side by side
+        see the same. Under torch.compile the first call without our kernels compiles PyTorch
+        alone (a warmup call; from Inductor's caches where it was compiled before), and from then
+        on the model switches between its two compiled graphs. PyTorch alone must run none of our
+        kernels: if it did, the switch did not happen and the comparison would be of ours against
+        ours."""
         model, device, warmup, iterations = self.loaded.model, self.loaded.device, self.settings.warmup, \
             self.settings.iterations
-        ours_calls = []
-        for _ in range(PAIRED_ROUNDS):
-            times = wall_times_us(device, forward, warmup, iterations)
-            m.readings.append(statistics.median(times))
-            ours_calls += times
-            aside = applying.set_aside(model)
+        ours, alone = [], []
+        with applying.aside(model) as switch:
+            for _ in range(warmup):
+                switch(applied=True)
+                forward()
+                switch(applied=False)
+                forward()
             TABLE.reset_counts()
-            try:
-                m.paired_readings.append(median_us(device, forward, warmup, iterations))
-                ran = {name: count for name, count in TABLE.calls.items() if count}
-            finally:
-                applying.put_back(model, aside)
-            if ran:
-                raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(sorted(ran))}): the model did "
-                                   f"not switch back from the compiled graph with them")
-        m.us, m.paired_base_us = statistics.median(m.readings), statistics.median(m.paired_readings)
-        m.spread_us = (min(ours_calls), max(ours_calls))
+            for _ in range(PAIRED_ROUNDS * iterations):
+                switch(applied=True)
+                ours.append(timed_call_us(device, forward))
+                counted = dict(TABLE.calls)
+                switch(applied=False)
+                alone.append(timed_call_us(device, forward))
+                if TABLE.calls != counted:
+                    ran = sorted(name for name, count in TABLE.calls.items() if count != counted.get(name, 0))
+                    raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(ran)}): the model did not "
+                                       f"switch back from the compiled graph with them")
+        m.readings = [statistics.median(ours[i:i + iterations]) for i in range(0, len(ours), iterations)]
+        m.paired_readings = [statistics.median(alone[i:i + iterations]) for i in range(0, len(alone), iterations)]
+        m.us, m.paired_base_us = statistics.median(ours), statistics.median(alone)
+        m.spread_us = (min(ours), max(ours))
 
 
 def decide(bench, mode, candidates, base):

@@ -18,19 +18,21 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
+def timed_call_us(device, forward):
+    """The wall time of one call of forward() in µs, from an idle device until it is done."""
+    synchronize(device)
+    start = time.perf_counter()
+    forward()
+    synchronize(device)
+    return (time.perf_counter() - start) * 1e6
+
+
 def wall_times_us(device, forward, warmup, iterations):
     """The wall time of each of `iterations` calls of forward() in µs, each waited for, after
     `warmup` untimed calls."""
     for _ in range(warmup):
         forward()
-    times = []
-    for _ in range(iterations):
-        synchronize(device)
-        start = time.perf_counter()
-        forward()
-        synchronize(device)
-        times.append((time.perf_counter() - start) * 1e6)
-    return times
+    return [timed_call_us(device, forward) for _ in range(iterations)]
 
 
 def median_us(device, forward, warmup, iterations):

@@ -226,6 +226,40 @@ class Plain(nn.Module):
         return torch.relu(self.conv(x))
 
 
+class PairedTiming(WithKernels):
+    """verify times ours and PyTorch alone call by call, switching the applied model between the
+    two; a switch that does not take would compare ours with ours, and is an error instead."""
+
+    def bench(self):
+        from types import SimpleNamespace
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"))
+        return Bench(loaded, Settings(warmup=1, iterations=2, budget_s=0), progress=lambda line: None)
+
+    def test_pytorch_alone_runs_none_of_our_kernels(self):
+        names = [k.name for k in self.kernels]
+        m = self.bench().measure("eager", names)
+        self.assertEqual(m.note, "")
+        self.assertEqual(len(m.readings), len(m.paired_readings))
+        self.assertGreater(sum(m.calls.values()), 0)  # ours ran in the applied calls
+        self.assertNotIn("forward", self.model.__dict__)  # and the model is left as it was
+
+    def test_a_switch_that_does_not_take_is_an_error(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def stuck(model):
+            yield lambda applied=True: None
+
+        with mock.patch("autokernel.runtime.apply.aside", stuck):
+            m = self.bench().measure("eager", [k.name for k in self.kernels])
+        self.assertIsNone(m.us)
+        self.assertIn("PyTorch alone ran our kernels", m.note)
+
+
 class BadInput(unittest.TestCase):
     def test_a_model_without_our_operators_is_left_unchanged(self):
         model, x = Plain(), torch.randn(2, 4, 9)

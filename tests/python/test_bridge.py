@@ -5,7 +5,6 @@ scopes of their own, the rest as unknown aten ops.
 import ctypes
 import json
 import os
-import statistics
 import subprocess
 import unittest
 
@@ -328,8 +327,8 @@ class CompiledRounds(unittest.TestCase):
         self.assertEqual(final.us, 2400.0)
 
     def test_the_rounds_switch_between_two_compiled_graphs_without_recompiling(self):
-        """The model with the traced graphs in and PyTorch alone, under torch.compile: two
-        compilations for three rounds of each, and the log has every round."""
+        """The model with the traced graphs in and PyTorch alone, under torch.compile, call by call:
+        two compilations for all their calls, and the log has every round."""
         from types import SimpleNamespace
 
         from torch._dynamo.utils import counters
@@ -345,7 +344,9 @@ class CompiledRounds(unittest.TestCase):
         self.assertEqual(m.note, "")
         self.assertEqual(counters["stats"]["unique_graphs"] - before, 2)
         self.assertEqual((len(m.readings), len(m.paired_readings)), (PAIRED_ROUNDS, PAIRED_ROUNDS))
-        self.assertEqual((m.us, m.paired_base_us), (statistics.median(m.readings), statistics.median(m.paired_readings)))
+        # the medians of all calls, which lie within the range of the rounds' medians
+        self.assertTrue(min(m.readings) <= m.us <= max(m.readings), (m.us, m.readings))
+        self.assertTrue(min(m.paired_readings) <= m.paired_base_us <= max(m.paired_readings))
         self.assertEqual(bench.log[-1]["rounds_us"], m.readings)
         self.assertIsNone(applying_report(model))  # measure() leaves the model as it found it
 

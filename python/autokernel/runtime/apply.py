@@ -7,6 +7,7 @@ traced one runs the rewritten graph (plain PyTorch code: eager runs it, torch.co
 with fullgraph=True), any other call runs the module's own forward. Parameters are shared with
 the model, so an applied model trains and its optimizer steps are seen.
 """
+import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass, field
@@ -188,27 +189,29 @@ def report(model):
     return applied[0] if applied else None
 
 
-def set_aside(model):
-    """Takes apply's changes off `model` for a while: it runs its own forward until
-    put_back(model, aside) reinstalls the very same objects. torch.compile guards on them, so a
-    model compiled in both states switches between its two compiled graphs without recompiling
-    (verify times the two in alternating rounds). None when the model is not applied."""
+@contextlib.contextmanager
+def aside(model):
+    """Lets the caller switch an applied `model` between apply's changes and its own forward:
+    `with aside(model) as switch: switch(applied=False) ... switch(applied=True)`. The very same
+    objects go back each time, and torch.compile guards on them, so a model compiled in both
+    states switches between its two compiled graphs without recompiling (verify times the two
+    call by call). The model leaves the block applied."""
     applied = getattr(model, _ATTRIBUTE, None)
-    if not applied:
-        return None
-    forwards = {m: m.__dict__["forward"] for m in applied[1] if isinstance(m.__dict__.get("forward"), _Dispatch)}
-    restore(model)
-    return applied, forwards
+    forwards = {m: m.__dict__["forward"] for m in applied[1] if isinstance(m.__dict__.get("forward"), _Dispatch)} \
+        if applied else {}
 
+    def switch(applied_now):
+        for module, dispatch in forwards.items():
+            if applied_now:
+                module.forward = dispatch
+            elif module.__dict__.get("forward") is dispatch:
+                del module.forward
+        object.__setattr__(model, _ATTRIBUTE, applied if applied_now else None)
 
-def put_back(model, aside):
-    """Undoes set_aside(model)."""
-    if aside is None:
-        return
-    applied, forwards = aside
-    for module, dispatch in forwards.items():
-        module.forward = dispatch
-    object.__setattr__(model, _ATTRIBUTE, applied)
+    try:
+        yield lambda applied=True: switch(applied)
+    finally:
+        switch(True)
 
 
 def restore(model):
