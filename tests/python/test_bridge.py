@@ -315,6 +315,19 @@ class CompiledRounds(unittest.TestCase):
         self.assertIn("not in the medians of 3 alternating rounds: 3445 µs with them, 3440 µs without", why["mm"][1])
         self.assertIn("not plugged", base.note)
 
+    def test_with_nothing_plugged_pytorch_alone_is_the_median_of_its_readings(self):
+        """PyTorch alone's one unpaired reading (6115 µs on the H200, right after its compile) does
+        not stand for the mode when its paired readings say 3.6 ms."""
+        from autokernel.decide import Measurement
+        from autokernel.verify import _row
+
+        base = Measurement("default", (), us=6115.0)
+        row = _row("default", base, base, [], [3608.0, 3784.0, 3601.0, 3642.0])
+        self.assertEqual((row["torch_us"], row["ours_us"]), (3642.0, 3642.0))
+        self.assertEqual(row["torch_readings_us"], [6115.0, 3608.0, 3784.0, 3601.0, 3642.0])
+        self.assertIn("the median of its 5 readings", row["note"])
+        self.assertEqual(_row("default", base, base, [])["torch_us"], 6115.0)  # no other reading
+
     def test_a_mode_not_decided_is_judged_by_its_own_rounds(self):
         from autokernel.decide import Measurement
         from autokernel.verify import _confirmed
