@@ -27,9 +27,11 @@ try:
     from torch.profiler import ProfilerActivity, profile
 
     from autokernel import loading
+    from autokernel.decide import Bench
     from autokernel.runtime import apply as applying
     from autokernel.runtime import custom_ops, manifest
-    from autokernel.timing import COMPILE_MODES, forward_in_mode, reset_compiled, synchronize, wall_times_us
+    from autokernel.timing import COMPILE_MODES, synchronize, wall_times_us
+    from autokernel.verify import Settings
 except ImportError as e:
     sys.exit(f"compiled_time: cannot import what it needs: {e}")
 
@@ -66,29 +68,21 @@ def kernel_times(prof, calls):
     return per_name, busy / calls, ours
 
 
-def measure(loaded, traced, mode, kernels, iterations, ours_names):
-    """Wall time per forward (median of `iterations` synchronized calls) and the GPU kernels' time
-    per forward (a profile of `iterations` calls) of the model in `mode` with `kernels` applied
-    (None: apply's rewritten graph without any kernel of ours, what applying alone costs)."""
-    model = loaded.model
-    applying.restore(model)
-    reset_compiled(compiling=mode != "eager")
-
-    def apply():
-        if kernels is None:
-            applying.apply(model, kernels=[], traced=traced, keep_traced=True)
-        elif kernels:
-            applying.apply(model, kernels=kernels, traced=traced)
-
-    forward, compile_s, _ = forward_in_mode(model, loaded.inputs, mode, before_first_call=apply)
+def measure(bench, mode, kernels, ours_names):
+    """Wall time per forward (median of the settings' iterations of synchronized calls) and the GPU
+    kernels' time per forward (a profile of as many calls) of the model in `mode` with `kernels`
+    applied (None: apply's rewritten graph without any kernel of ours, what applying alone costs),
+    set up as verify sets up each of its measurements (Bench.forward)."""
+    device, warmup, iterations = bench.loaded.device, bench.settings.warmup, bench.settings.iterations
+    forward, compile_s, _ = bench.forward(mode, kernels or (), traced_only=kernels is None)
     try:
-        wall = statistics.median(wall_times_us(loaded.device, forward, 5, iterations))
+        wall = statistics.median(wall_times_us(device, forward, warmup, iterations))
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(iterations):
                 forward()
-            synchronize(loaded.device)
+            synchronize(device)
     finally:
-        applying.restore(model)
+        applying.restore(bench.loaded.model)
     per_name, busy, ours = kernel_times(prof, iterations)
     ours_names |= ours
     return {"mode": mode, "kernels": kernels, "wall_us": wall, "compile_s": compile_s, "busy_us": busy,
@@ -140,7 +134,8 @@ def main():
     loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"], "auto",
                           model.get("seed", 0))
     custom_ops.define()
-    traced = applying.trace(loaded.model, loaded.inputs)
+    bench = Bench(loaded, Settings(warmup=5, iterations=args.iterations, budget_s=0),
+                  progress=lambda line: print(f"compiled_time: {line}", file=sys.stderr, flush=True))
     names = [k.name for k in registered]
     variants = [[], names] + ([[n] for n in names] if args.each and len(names) > 1 else []) + \
         ([None] if args.traced else [])
@@ -150,7 +145,7 @@ def main():
         for kernels in variants:
             print(f"compiled_time: {mode}, {kernels}", file=sys.stderr, flush=True)
             try:
-                rows.append(measure(loaded, traced, mode, kernels, args.iterations, ours_names))
+                rows.append(measure(bench, mode, kernels, ours_names))
             except Exception as e:  # a mode that fails to compile is a line, the others go on
                 print(f"compiled_time: {mode} with {kernels}: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
         results += rows

@@ -56,8 +56,8 @@ class Measurement:
     sites: list = field(default_factory=list)
     calls: dict = field(default_factory=dict)
     fallbacks: dict = field(default_factory=dict)
-    paired_base_us: Optional[float] = None  # PyTorch alone, timed in the same rounds
-    readings: list = field(default_factory=list)  # each round's median, `us` is their median
+    paired_base_us: Optional[float] = None  # PyTorch alone, in the calls alternating with these
+    readings: list = field(default_factory=list)  # the median of each round of paired calls
     paired_readings: list = field(default_factory=list)  # PyTorch alone's, round by round
     spread_us: Optional[tuple] = None  # the fastest and slowest call timed
     load: Optional[float] = None  # the host's 1-minute load average when the timing ended
@@ -113,8 +113,9 @@ class Bench:
         return time.time() - self.started
 
     def estimate(self, mode):
-        """Seconds one more measurement in `mode` will take: its compilations (with kernels, two:
-        the model with them, and PyTorch alone again for the paired rounds) and its runs. A mode
+        """Seconds one more measurement in `mode` will take: its compilations (two where it has
+        kernels: the model with them, and PyTorch alone again for the paired calls; PyTorch alone's
+        own measurement, with one, is overestimated) and its runs. A mode
         compiled before: as long as its last compilation (Inductor's caches make a recompile of the
         same graph quick). A mode not compiled yet: as the slowest compilation so far (30 s before
         any), and max-autotune ten times that: it benchmarks every GEMM's choices (on the H100,
@@ -132,9 +133,9 @@ class Bench:
         self.compile_s[mode] = seconds
         self.compile_s_ever.append(seconds)
 
-    def affordable(self, mode, measurements=1):
+    def affordable(self, mode):
         budget = self.settings.budget_s
-        return not self.spent and (budget <= 0 or self.elapsed() + measurements * self.estimate(mode) <= budget)
+        return not self.spent and (budget <= 0 or self.elapsed() + self.estimate(mode) <= budget)
 
     def measure(self, mode, kernels=(), traced_only=False):
         """The model in `mode` with `kernels` applied (none: PyTorch alone; traced_only: PyTorch's
@@ -171,24 +172,33 @@ class Bench:
             self.log.append(m.record())
         return m
 
-    def _run(self, m, mode, kernels, traced_only):
-        """Applies `kernels` (or the traced graph alone), compiles (unless eager) and times the
-        model, into `m`."""
+    def forward(self, mode, kernels=(), traced_only=False):
+        """The model's forward in `mode` with `kernels` applied (or the traced graph alone), compiled
+        (unless eager), the seconds its compilation took and apply's report (None: nothing
+        applied). The caller restores the model (applying.restore) when done with it."""
         model, inputs = self.loaded.model, self.loaded.inputs
         applying.restore(model)
         reset_compiled(compiling=mode != "eager")
+        report = None
 
         def apply():
+            nonlocal report
             if kernels or traced_only:
                 report = self.apply(kernels, traced_only)
-                m.sites = report.sites if report else []
 
         # Applied once torch.compile has wrapped the model as PyTorch has it, so that the paired
-        # rounds enter the model alike in both states (see forward_in_mode).
-        forward, m.compile_s, _ = forward_in_mode(model, inputs, mode, before_first_call=apply)
+        # calls enter the model alike in both states (see forward_in_mode).
+        forward, compile_s, _ = forward_in_mode(model, inputs, mode, before_first_call=apply)
         if mode != "eager":
-            self.compiled(mode, m.compile_s)
-            self.progress(f"  compiled in {m.compile_s:.0f} s; {compile_state()}")
+            self.compiled(mode, compile_s)
+            self.progress(f"  compiled in {compile_s:.0f} s; {compile_state()}")
+        return forward, compile_s, report
+
+    def _run(self, m, mode, kernels, traced_only):
+        """Applies `kernels` (or the traced graph alone), compiles (unless eager) and times the
+        model, into `m`."""
+        forward, m.compile_s, report = self.forward(mode, kernels, traced_only)
+        m.sites = report.sites if report else []
         if kernels or traced_only:
             self._paired(m, forward)
         else:

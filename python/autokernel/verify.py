@@ -163,19 +163,18 @@ def _untimed_check(bench, candidates, reference, loaded):
 
 
 def _confirmed(bench, mode, kept, base, ours, why):
-    """The kept set in a compiled mode, judged by its paired rounds against PyTorch alone: out
-    again, with the rounds as the reason, when they do not show it faster. Where the mode was
-    decided (`why`, its decisions; else None), the set won as the fastest of several readings, which
-    flatters it, so it is timed once more in fresh rounds first, as far as the budget allows."""
+    """The kept set in a compiled mode, judged by its calls alternating with PyTorch alone: out
+    again, with them as the reason, when they do not show it faster. Where the mode was decided
+    (`why`, its decisions; else None), the set won as the fastest of several readings, which
+    flatters it, so it is timed once more in fresh calls first, as far as the budget allows."""
     if why is not None and bench.affordable(mode):
         again = bench.measure(mode, kept)
         if again.us is not None:
             ours = again
     if ours.relative(base) < 1 - MARGIN:
         return kept, ours
-    torch_us = ours.torch_us(base)
-    rounds = f"{len(ours.readings)} alternating rounds" if ours.readings else "one reading each"
-    readings = f"medians of {rounds}: {ours.us:.0f} µs with them, {torch_us:.0f} µs without"
+    readings = (f"medians of calls alternating with PyTorch alone: {ours.us:.0f} µs with them, "
+                f"{ours.torch_us(base):.0f} µs without")
     for name in kept if why is not None else []:
         why[name] = (False, f"faster once ({why[name][1]}), not in the {readings}")
     base.note = f"not plugged: {readings}"

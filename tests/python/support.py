@@ -1,6 +1,6 @@
 """What the bridge's tests share: the CLI ($AK_CLI_PATH), the models written for the tests
 (tests/models), host kernel modules built by the engine itself, and scratch directories that are
-removed afterwards."""
+removed afterwards, and a test case with the host kernels of the test LLaMA registered."""
 import json
 import os
 import pathlib
@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import unittest
 
 import torch
 
@@ -16,6 +17,12 @@ MODELS = ROOT / "tests" / "models"
 CLI = os.environ.get("AK_CLI_PATH")
 if str(MODELS) not in sys.path:
     sys.path.insert(0, str(MODELS))
+
+import hf_style  # noqa: E402 (from MODELS, just put on the path)
+
+import autokernel  # noqa: E402
+from autokernel.runtime import capture, rewrite  # noqa: E402
+from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch  # noqa: E402
 
 
 def engine(*args, check=True, env=None):
@@ -81,3 +88,40 @@ def tensors(output):
     if isinstance(output, dict):
         output = list(output.values())
     return [t for item in output for t in tensors(item)] if isinstance(output, (tuple, list)) else []
+
+
+def problems_of(model, inputs):
+    """{op: {(problem, dtype)}} of the operators found in the model."""
+    captures, _ = capture.capture(model, inputs, {})
+    found, _ = rewrite.find_all(captures[0].graph)
+    problems = {}
+    for m in rewrite.choose(found):
+        problems.setdefault(m.op, set()).add((m.problem, m.dtype_name))
+    return problems
+
+
+class WithKernels(unittest.TestCase):
+    """Host kernels registered as checked for exactly the problems of the test model
+    (hf_style.LlamaStyle, a fresh one for each test)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model_class = hf_style.LlamaStyle
+        model, inputs = build(cls.model_class)
+        cls.kernels = [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(problems))
+                       for op, problems in problems_of(model, inputs).items()]
+
+    def setUp(self):
+        self.model, self.inputs = build(self.model_class)
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        TABLE.reset_counts()
+
+    def tearDown(self):
+        autokernel.restore(self.model)
+        for kernel in self.kernels:
+            TABLE.remove(kernel)
+
+    def eager(self):
+        with torch.no_grad():
+            return tensors(self.model(*self.inputs))

@@ -312,7 +312,7 @@ class CompiledRounds(unittest.TestCase):
         self.assertEqual(kept, [])
         self.assertIs(final, base)
         self.assertFalse(why["mm"][0])
-        self.assertIn("not in the medians of 3 alternating rounds: 3445 µs with them, 3440 µs without", why["mm"][1])
+        self.assertIn("not in the medians of calls alternating with PyTorch alone: 3445 µs with them, 3440 µs without", why["mm"][1])
         self.assertIn("not plugged", base.note)
 
     def test_with_nothing_plugged_pytorch_alone_is_the_median_of_its_readings(self):
