@@ -166,6 +166,13 @@ struct RowState {
     sum *= rescale;
     return rescale;
   }
+  // update, keeping the maximum unless tile_max exceeds it by more than `slack`: the caller's
+  // exponentials then stay below 2^slack, and the factor is exactly 1 while the maximum stays.
+  __device__ __forceinline__ float update_lazy(float tile_max, float slack, float& shift) {
+    if (tile_max > max + slack) return update(tile_max, shift);
+    shift = max == -INFINITY ? 0.0f : max;
+    return 1.0f;
+  }
 };
 
 }  // namespace ak_cuda

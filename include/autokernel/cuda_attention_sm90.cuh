@@ -88,7 +88,9 @@ struct Consumer {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float tile_max = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
-      rescale[r] = rows[r].update(ak_cuda::quad_max(tile_max) * p.scale_log2, shift[r]);
+      const float row_max = ak_cuda::quad_max(tile_max) * p.scale_log2;
+      rescale[r] = kLazyRescale ? rows[r].update_lazy(row_max, kLazyLog2, shift[r])
+                                : rows[r].update(row_max, shift[r]);
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
@@ -105,8 +107,10 @@ struct Consumer {
       rows[r].sum += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
   }
 
-  // O *= rescale, with no P V in flight (the S group in flight does not touch O).
+  // O *= rescale, with no P V in flight (the S group in flight does not touch O). Lazily, a warp
+  // skips it when no row of its 16 changed its maximum (the vote keeps the branch warp-uniform).
   __device__ __forceinline__ void rescale_o() {
+    if (kLazyRescale && !__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= rescale[(i / 2) & 1];
   }

@@ -99,8 +99,17 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_PERSISTENT
 #define AK_ATTENTION_PERSISTENT 0
 #endif
+// Lazy rescale (1): a row keeps its running maximum until a tile's exceeds it by more than
+// kLazyLog2 (base 2): that tile's exponentials are then at most 2^kLazyLog2, well within fp32 and
+// the 16-bit P, and O is not rescaled (the factor is exactly 1), which is what most tiles after
+// the first few need. 0: the maximum is updated on every tile and O rescaled with it.
+#ifndef AK_ATTENTION_LAZY_RESCALE
+#define AK_ATTENTION_LAZY_RESCALE 0
+#endif
 constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
+constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0;
+constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
 // dimension D (64 or 128) in D / 64 slabs of 64 columns:
