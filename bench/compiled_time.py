@@ -3,7 +3,8 @@ PyTorch alone and the model with our kernels applied (all candidates, then each 
 time per forward pass beside the GPU's kernel time per forward pass, by kind of kernel: GEMMs,
 attention, Inductor's generated kernels, ours, the rest, and the time in which some kernel ran
 (kernels that overlap, as programmatic dependent launch lets them, count once there: busy time
-below the sum is overlap). Wall time well above busy time is a host-bound mode (launches and
+below the sum is overlap), and the GPU's idle time between kernels that are queued back to back
+(bench/kernel_intervals.py). Wall time well above busy time is a host-bound mode (launches and
 Python); a kernel of ours that takes the place of Inductor's shows as the GPU time it removes
 from one kind and adds to "ours".
 
@@ -32,6 +33,7 @@ try:
     from autokernel.runtime import custom_ops, manifest
     from autokernel.timing import COMPILE_MODES, synchronize, wall_times_us
     from autokernel.verify import Settings
+    from kernel_intervals import timeline
 except ImportError as e:
     sys.exit(f"compiled_time: cannot import what it needs: {e}")
 
@@ -50,22 +52,15 @@ def kind_of(name, ours):
 
 
 def kernel_times(prof, calls):
-    """{kernel name: µs per forward pass} of every GPU kernel in the profile, the µs per forward
-    pass in which at least one kernel ran (kernels that overlap, e.g. by programmatic dependent
-    launch, count once there), and the names of those launched from one of our ops."""
-    per_name, ours, spans = {}, set(), []
+    """{kernel name: µs per forward pass} of every GPU kernel in the profile, the names of those
+    launched from one of our ops, and the timeline per forward pass (kernel_intervals.timeline)."""
+    per_name, ours = {}, set()
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             per_name[event.name] = per_name.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
-            spans.append((event.time_range.start, event.time_range.end))
         elif event.name.startswith(f"{custom_ops.NAMESPACE}::"):
             ours.update(k.name for k in event.kernels)
-    busy, end = 0.0, float("-inf")
-    for start, stop in sorted(spans):
-        if stop > end:
-            busy += stop - max(start, end)
-            end = stop
-    return per_name, busy / calls, ours
+    return per_name, ours, timeline(prof, calls)
 
 
 def measure(bench, mode, kernels, ours_names):
@@ -83,9 +78,10 @@ def measure(bench, mode, kernels, ours_names):
             synchronize(device)
     finally:
         applying.restore(bench.loaded.model)
-    per_name, busy, ours = kernel_times(prof, iterations)
+    per_name, ours, gpu = kernel_times(prof, iterations)
     ours_names |= ours
-    return {"mode": mode, "kernels": kernels, "wall_us": wall, "compile_s": compile_s, "busy_us": busy,
+    return {"mode": mode, "kernels": kernels, "wall_us": wall, "compile_s": compile_s, "busy_us": gpu["busy_us"],
+            "idle_us": gpu["idle_us"], "overlaps": gpu["overlaps"], "idle_before_us": gpu["idle_before"],
             "per_kernel_us": per_name}
 
 
@@ -97,17 +93,20 @@ def by_kind(row, ours_names):
 
 
 def print_mode(rows, ours_names, ops):
-    head = (f"{'variant':34s} {'wall us':>8s} {'GPU us':>8s} {'busy us':>8s} {'busy':>5s} "
-            + " ".join(f"{c:>9s}" for c in COLUMNS))
+    head = (f"{'variant':34s} {'wall us':>8s} {'GPU us':>8s} {'busy us':>8s} {'busy':>5s} {'idle us':>8s} "
+            f"{'overlaps':>8s} " + " ".join(f"{c:>9s}" for c in COLUMNS))
     print(f"\n{rows[0]['mode']}: per forward pass, the kernels' time summed (GPU us), the time some kernel ran "
-          f"(busy us: less than the sum where kernels overlap), by kind (us)\n{head}")
+          f"(busy us: less than the sum where kernels overlap), the GPU's idle time between kernels queued back "
+          f"to back (idle us) and how many kernels started before the last had ended (overlaps), by kind (us)\n{head}")
     for row in rows:
         kinds, gpu = by_kind(row, ours_names), sum(row["per_kernel_us"].values())
         label = ("apply's graph, no kernel" if row["kernels"] is None else "PyTorch alone" if not row["kernels"]
                  else "+ " + ", ".join(ops[k] for k in row["kernels"]))
         busy = row["busy_us"]
         print(f"{label[:34]:34s} {row['wall_us']:8.0f} {gpu:8.0f} {busy:8.0f} {busy / row['wall_us']:5.0%} "
-              + " ".join(f"{kinds[c]:9.0f}" for c in COLUMNS))
+              f"{row['idle_us']:8.0f} {row['overlaps']:8.1f} " + " ".join(f"{kinds[c]:9.0f}" for c in COLUMNS))
+        idle = by_kind({"per_kernel_us": row["idle_before_us"]}, ours_names)
+        print(f"{'  idle before, by kind':34s} " + " ".join(f"{c} {idle[c]:.0f}" for c in COLUMNS if idle[c] >= 0.5))
 
 
 def main():

@@ -46,7 +46,7 @@ fi
 left=$((DEADLINE_S - ($(date +%s) - START)))
 echo "== mlp_in_graph ($left s left)" | tee -a "$LOG"
 timeout $((left > 60 ? left : 60)) python3 bench/mlp_in_graph.py --ak build-gpu/autokernel --out "$OUT" \
-  --budget $((left > 200 ? left - 100 : 100)) ${CASES:+--cases "$CASES"} ${VARIANTS:+--variants "$VARIANTS"} 2>&1 |
+  --budget $((left > 200 ? left - 100 : 100)) ${CASES:+--cases "$CASES"} ${VARIANTS:+--variants "$VARIANTS"} ${SOURCE:+--source "$SOURCE"} 2>&1 |
   grep --line-buffered -v '^USDT:' | tee -a "$LOG"
 status=${PIPESTATUS[0]}
 # At most 8 files come back from a device call: the per-case folders travel as one archive.

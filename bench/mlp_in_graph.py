@@ -36,6 +36,7 @@ try:
     from autokernel.runtime.abi import DTYPE_NAMES, TORCH_DTYPES
     from autokernel.runtime.kernel_table import TABLE, Kernel, device_arch
     from autokernel.verify import TOLERANCE
+    from kernel_intervals import timeline
 except ImportError as e:
     sys.exit(f"mlp_in_graph: cannot import what it needs: {e}")
 
@@ -88,7 +89,7 @@ def parse_case(text):
 def build_kernel(args, device, problem, dtype_name, work):
     """The fused_mlp module for this problem, through the CLI's harness (--quick), registered in the
     kernel table as checked for exactly this problem (what loading verify's kernels.json does)."""
-    source = ROOT / "kernels" / ("cuda/fused_mlp.cu" if device.type == "cuda" else "host/fused_mlp.cpp")
+    source = args.source or ROOT / "kernels" / ("cuda/fused_mlp.cu" if device.type == "cuda" else "host/fused_mlp.cpp")
     command = [args.ak, "bench", str(source), "--op", "fused_mlp", "--shape", problem, "--dtype", dtype_name,
                "--quick", "--json", "--max-time", "0.5", "--results", str(work / "results.tsv")]
     try:
@@ -162,7 +163,7 @@ def profiled(call, device, calls, path, title):
     path.write_text(f"== {title}: {wall:.1f} us a call under the profiler ({calls} calls)\n"
                     + "".join(f"-- top 15 by {k} time\n{t}\n" for k, t in tables.items()))
     return {"profiled_wall_us": round(wall, 1), "kernels_us": {k: round(us, 2) for us, k in kernels},
-            "kernel_sum_us": round(sum(us for us, _ in kernels), 2),
+            "kernel_sum_us": round(sum(us for us, _ in kernels), 2), "timeline": timeline(prof, calls),
             "api_per_call": {e.key: e.count / calls for e in events if API.match(e.key)}}, tables
 
 
@@ -225,6 +226,10 @@ def show(key, row, tables, args):
         for what, text in tables.items():
             print(f"   top 15 by {what} time:\n{text}")
     if p["kernels_us"]:
+        t = p["timeline"]
+        print(f"   GPU timeline a call: busy {t['busy_us']:.1f} us, idle between kernels queued back to back "
+              f"{t['idle_us']:.1f} us ({t['gaps']:.1f} gaps), {t['overlaps']:.1f} overlaps; idle before: "
+              + ", ".join(f"{name[:40]} {us:.1f}" for name, us in list(t["idle_before"].items())[:6]))
         print(f"   GPU kernels, us a call (sum {p['kernel_sum_us']}):")
         print("".join(f"     {us:9.2f}  {name[:120]}\n" for name, us in list(p["kernels_us"].items())[:12]), end="")
 
@@ -266,19 +271,20 @@ def run_case(case, device, dtype, args, out):
 def table(results):
     """One row a variant; "PyTorch's mode": PyTorch's time in the same mode over this one, and the
     difference a layer (an MLP), the figure the models' +9 us a layer compares with."""
-    lines = ["| case | variant | us/call | host us | PyTorch's mode / this | GPU kernels us | our op a fwd: twin/C++ | "
-             "rel err | first call s |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | variant | us/call | host us | PyTorch's mode / this | GPU kernels us | GPU idle us | "
+             "our op a fwd: twin/C++ | rel err | first call s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for result in results:
         name, layers = result["case"]["name"], max(result["case"]["layers"], 1)
         base = {r["mode"]: r["us"] for r in result["rows"] if r.get("key") in ("a", "b", "c") and "us" in r}
         for r in result["rows"]:
             if "us" not in r:
-                lines.append(f"| {name} | ({r.get('key', '-')}) {r['variant']} | {r.get('note', '')} | | | | | | |")
+                lines.append(f"| {name} | ({r.get('key', '-')}) {r['variant']} | {r.get('note', '')} | | | | | | | |")
                 continue
             pf, us = r["per_forward"], base.get(r["mode"])
             versus = f"{us / r['us']:.2f}x ({(r['us'] - us) / layers:+.1f} us a layer)" if us else "-"
             lines.append(f"| {name} | ({r['key']}) {r['variant']} | {r['us']:.1f} | {r['host_us']:.1f} | {versus} | "
-                         f"{r['profile']['kernel_sum_us'] or '-'} | {pf['twin']:.2f}/{pf['native']:.2f} | "
+                         f"{r['profile']['kernel_sum_us'] or '-'} | {r['profile']['timeline']['idle_us']:.1f} | "
+                         f"{pf['twin']:.2f}/{pf['native']:.2f} | "
                          f"{r['rel_err']:.1e}{'' if r['ok'] else ' FAIL'} | {r['first_call_s']} |")
     return "\n".join(lines)
 
@@ -290,6 +296,7 @@ def main():
     parser.add_argument("--dtype", default="auto", choices=("auto", "fp16", "bf16", "fp32"))
     parser.add_argument("--cases", help=f"comma-separated KIND:BxSxDxF (GPU default {GPU_CASES}; CPU {CPU_CASES})")
     parser.add_argument("--variants", default="abcdefg", help="which of (a)-(g) to run")
+    parser.add_argument("--source", help="the fused_mlp kernel file to plug (default: the starter of the device's backend)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--loop", type=int, default=10, help="calls a timed rep")
     parser.add_argument("--profile-calls", type=int, default=10)
@@ -328,7 +335,7 @@ def main():
     except Failure as e:
         sys.exit(f"mlp_in_graph: {e}")
     print(f"\n== fused_mlp in and out of torch.compile ({time.perf_counter() - started:.0f} s). GPU kernels us: "
-          f"kernel time a call in the profile; twin/C++: our op's calls a forward through its Python twin / in C++ "
+          f"kernel time a call in the profile; GPU idle us: between kernels queued back to back (bench/kernel_intervals.py); twin/C++: our op's calls a forward through its Python twin / in C++ "
           f"(0/0 under CUDA graphs: replayed)\n{table(results)}")
     bad = [(res["case"]["name"], r) for res in results for r in res["rows"] if r.get("ok") is False]
     if bad:
