@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define AK_ABI_VERSION 1
+#define AK_ABI_VERSION 2
 #define AK_MAX_DIMS 4
 #define AK_MAX_INPUTS 8
 #define AK_MAX_OUTPUTS 4
@@ -44,6 +44,14 @@ typedef struct ak_call {
   ak_tensor outputs[AK_MAX_OUTPUTS];
   double scalars[AK_MAX_SCALARS];
   void* stream; /* cudaStream_t on CUDA, NULL on the host backend */
+  /* Scratch memory on the call's device, when the operator's spec gives its kernels some (its
+   * signature's workspace, e.g. fused_mlp's intermediate [M, F]); NULL and 0 otherwise. At least
+   * workspace_bytes long, 256-byte aligned, its contents undefined: every caller provides it fresh
+   * for the call (the judge fills it with garbage first), so nothing in it outlives the call's
+   * stream-ordered work. The caller allocates it, so a call enqueues no allocation of its own:
+   * under CUDA graph capture an allocation would become graph nodes that every replay pays for. */
+  void* workspace;
+  int64_t workspace_bytes;
 } ak_call;
 
 /* Return codes a kernel may use; anything non-zero fails the experiment with this reason. */

@@ -4,8 +4,10 @@
 // scalars. fp16, bf16 and fp32 (fp32 stays fp32: FFMA, no TF32), any M, D, F >= 1.
 // Machinery in include/autokernel/cuda_gemm.cuh, cuda_gemm_sm90.cuh and cuda_gemm_simt.cuh.
 //
-// Two launches on the stream, with the intermediate h[M, F] in a stream-ordered workspace
-// (cudaMallocAsync / cudaFreeAsync) of x's dtype, rounded once as PyTorch eager rounds it:
+// Two launches on the stream, with the intermediate h[M, F] of x's dtype in the workspace the
+// caller hands over (fused_mlp's signature gives it: call->workspace), rounded once as PyTorch
+// eager rounds it; no allocation of its own, so a CUDA graph of the call holds just the two
+// kernels:
 //   up      h = silu(x w_gate^T) * (x w_up^T): one main loop reads an x tile once and the gate
 //           and up tiles of the same F columns, keeping both accumulators; the epilogue applies
 //           silu(g) * u in fp32 and rounds.
@@ -188,14 +190,10 @@ int launch_both(const ak_call* call, T* h, cudaStream_t stream) {
 
 template <typename T>
 int launch(const ak_call* call) {
-  const cudaStream_t stream = ak_cuda::stream_of(call);
-  const size_t h_bytes = static_cast<size_t>(call->inputs[0].shape[0]) * call->inputs[1].shape[0] * sizeof(T);
-  void* h = nullptr;
-  if (!ak_cuda::alloc_workspace(&h, h_bytes, stream)) return AK_ERR_LAUNCH;
-  const int rc = launch_both(call, static_cast<T*>(h), stream);
-  // Stream-ordered: the memory returns to the pool only after both launches have finished.
-  const bool freed = ak_cuda::free_workspace(h, stream);
-  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+  const int64_t h_bytes =
+      call->inputs[0].shape[0] * call->inputs[1].shape[0] * static_cast<int64_t>(sizeof(T));
+  if (call->workspace == nullptr || call->workspace_bytes < h_bytes) return AK_ERR_UNSUPPORTED;
+  return launch_both(call, static_cast<T*>(call->workspace), ak_cuda::stream_of(call));
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ int print_signature(const OpsOptions& o) {
                             {"dtype", o.dtype},
                             {"inputs", tensors_json(s.inputs)},
                             {"outputs", tensors_json(s.outputs)},
-                            {"scalars", s.scalars}};
+                            {"scalars", s.scalars},
+                            {"workspace", s.workspace ? tensors_json({*s.workspace})[0] : nlohmann::json()}};
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -42,6 +43,7 @@ int print_signature(const OpsOptions& o) {
   for (const auto& t : s.inputs) std::cout << "  in   " << t.to_string() << "\n";
   for (const auto& t : s.outputs) std::cout << "  out  " << t.to_string() << "\n";
   for (double v : s.scalars) std::cout << "  scalar " << v << "\n";
+  if (s.workspace) std::cout << "  work " << s.workspace->to_string() << "\n";
   return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ struct Signature {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<double> scalars;
+  // Scratch every caller hands the kernel (ak_call::workspace), e.g. an intermediate that two
+  // launches pass between them; none for most operators.
+  std::optional<TensorSpec> workspace = {};
 };
 
 // Problems for each correctness stage. The harness adds the user's (or model's) own problem to

@@ -64,6 +64,7 @@ KernelArgs::KernelArgs(Runtime& runtime, ArenaAllocator& arena, const Signature&
     inputs.push_back(std::make_unique<GuardedTensor>(runtime, arena, spec));
   for (const auto& spec : signature.outputs)
     outputs.push_back(std::make_unique<GuardedTensor>(runtime, arena, spec));
+  if (signature.workspace) workspace = std::make_unique<GuardedTensor>(runtime, arena, *signature.workspace);
 }
 
 CallLayout KernelArgs::layout() const {
@@ -71,6 +72,7 @@ CallLayout KernelArgs::layout() const {
   for (const auto& t : inputs) call.inputs.push_back({t->arena_offset(), t->spec()});
   for (const auto& t : outputs) call.outputs.push_back({t->arena_offset(), t->spec()});
   call.scalars = scalars;
+  if (workspace) call.workspace = CallLayout::Tensor{workspace->arena_offset(), workspace->spec()};
   return call;
 }
 
@@ -80,11 +82,13 @@ int KernelArgs::launch_id(Launcher& launcher) {
 }
 
 size_t arena_bytes_of(const Signature& signature) {
-  size_t total = 0;
+  const auto footprint = [](const TensorSpec& spec) {
+    return (spec.bytes() + 2 * kGuardBytes + ArenaAllocator::kAlignment - 1) / ArenaAllocator::kAlignment *
+           ArenaAllocator::kAlignment;
+  };
+  size_t total = signature.workspace ? footprint(*signature.workspace) : 0;
   for (const auto* group : {&signature.inputs, &signature.outputs})
-    for (const auto& spec : *group)
-      total += (spec.bytes() + 2 * kGuardBytes + ArenaAllocator::kAlignment - 1) /
-               ArenaAllocator::kAlignment * ArenaAllocator::kAlignment;
+    for (const auto& spec : *group) total += footprint(spec);
   return total;
 }
 
@@ -96,6 +100,7 @@ void load_case(const CheckContext& ctx, KernelArgs& args, const DeviceCase& devi
   for (size_t i = 0; i < args.inputs.size(); ++i)
     ctx.runtime.copy(args.inputs[i]->data(), device.inputs[i]->data(), args.inputs[i]->spec().bytes());
   for (auto& out : args.outputs) out->poison();
+  if (args.workspace) args.workspace->poison();
 }
 
 CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared,
@@ -109,6 +114,8 @@ CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const 
   for (const auto* group : {&args.inputs, &args.outputs})
     for (const auto& t : *group)
       if (std::string bad = t->check_guards(); !bad.empty()) return fail(bad);
+  if (args.workspace)
+    if (std::string bad = args.workspace->check_guards(); !bad.empty()) return fail(bad);
   for (size_t i = 0; i < args.inputs.size(); ++i)
     if (ctx.runtime.first_difference(args.inputs[i]->data(), device.inputs[i]->data(),
                                      args.inputs[i]->spec().bytes()) >= 0)

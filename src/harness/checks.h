@@ -39,6 +39,7 @@ struct CheckOutcome {
 struct KernelArgs {
   std::vector<std::unique_ptr<GuardedTensor>> inputs, outputs;
   std::vector<double> scalars;
+  std::unique_ptr<GuardedTensor> workspace;  // the signature's scratch, guarded, poisoned with the outputs
 
   KernelArgs(Runtime& runtime, ArenaAllocator& arena, const Signature& signature);
   CallLayout layout() const;
@@ -65,7 +66,8 @@ CheckOutcome run_check(const CheckContext& ctx, const CaseSpec& spec);
 // Runs the same inputs `repeats` times: the outputs must be bitwise identical.
 CheckOutcome run_determinism(const CheckContext& ctx, const CaseSpec& spec, int repeats);
 
-// Copies a case's inputs from the judge's memory into the arena and poisons the outputs.
+// Copies a case's inputs from the judge's memory into the arena and poisons the outputs and the
+// workspace (a kernel that kept something there from an earlier call reads garbage).
 void load_case(const CheckContext& ctx, KernelArgs& args, const DeviceCase& device);
 // Checks outputs against the reference plus guards and unchanged inputs, after the kernel ran.
 CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared,

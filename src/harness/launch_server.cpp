@@ -78,18 +78,22 @@ class Server {
     const auto j = nlohmann::json::parse(json);
     ak_call call{};
     call.abi_version = AK_ABI_VERSION;
+    // [offset, dtype code, shape, transposed]: its spec and where it lies in the arena.
+    auto tensor = [&](const nlohmann::json& t) {
+      const auto offset = t[0].get<size_t>();
+      const int code = t[1].get<int>();
+      if (code < AK_F32 || code > AK_I64) throw Error(ErrorKind::Internal, "define: dtype code out of range");
+      TensorSpec spec{"", static_cast<DType>(code), t[2].get<std::vector<int64_t>>(),
+                      t.size() > 3 && t[3].get<bool>()};
+      if (offset + spec.bytes() > bytes_)
+        throw Error(ErrorKind::Internal, "define: a tensor outside the arena");
+      return std::pair{spec, base_ + offset};
+    };
     auto tensors = [&](const nlohmann::json& list, ak_tensor* out, int32_t& count) {
       count = static_cast<int32_t>(list.size());
       for (size_t i = 0; i < list.size(); ++i) {
-        const auto offset = list[i][0].get<size_t>();
-        const int code = list[i][1].get<int>();
-        if (code < AK_F32 || code > AK_I64)
-          throw Error(ErrorKind::Internal, "define: dtype code out of range");
-        TensorSpec spec{"", static_cast<DType>(code), list[i][2].get<std::vector<int64_t>>(),
-                        list[i].size() > 3 && list[i][3].get<bool>()};
-        if (offset + spec.bytes() > bytes_)
-          throw Error(ErrorKind::Internal, "define: a tensor outside the arena");
-        out[i] = make_abi_tensor(spec, base_ + offset);
+        const auto [spec, data] = tensor(list[i]);
+        out[i] = make_abi_tensor(spec, data);
       }
     };
     tensors(j.at("inputs"), call.inputs, call.n_inputs);
@@ -98,6 +102,11 @@ class Server {
     call.n_scalars = static_cast<int32_t>(scalars.size());
     for (size_t i = 0; i < scalars.size(); ++i) call.scalars[i] = scalars[i];
     call.stream = device_->stream();
+    if (j.contains("workspace")) {
+      const auto [spec, data] = tensor(j["workspace"]);
+      call.workspace = data;
+      call.workspace_bytes = static_cast<int64_t>(spec.bytes());
+    }
     calls_[id] = call;
     return true;  // no reply: a definition travels ahead of the run that uses it
   }

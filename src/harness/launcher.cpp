@@ -227,6 +227,7 @@ int Launcher::define(const CallLayout& call) {
       {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}, {"scalars", call.scalars}};
   for (const auto& t : call.inputs) j["inputs"].push_back(tensor_json(t));
   for (const auto& t : call.outputs) j["outputs"].push_back(tensor_json(t));
+  if (call.workspace) j["workspace"] = tensor_json(*call.workspace);
   const int id = next_id_++;
   send("define " + std::to_string(id) + " " + j.dump());
   return id;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct CallLayout {
   };
   std::vector<Tensor> inputs, outputs;
   std::vector<double> scalars;
+  std::optional<Tensor> workspace;  // ak_call::workspace, when the signature gives one
 };
 
 class Launcher {

@@ -104,6 +104,7 @@ void TimedSlots::refill() {
         ctx_.runtime.copy(dst, src, sig.inputs[i].bytes());
     }
     for (auto& out : slot->args->outputs) out->poison();
+    if (slot->args->workspace) slot->args->workspace->poison();
   }
   choose_batch();
   choose_samples();

@@ -29,9 +29,11 @@ class FusedMlp final : public Op {
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], d = p.dims[1], f = p.dims[2];
+    // h = silu(x w_gate^T) * (x w_up^T), in x's dtype, from the up launch to the down launch.
     return {{{"x", t, {m, d}}, {"w_gate", t, {f, d}}, {"w_up", t, {f, d}}, {"w_down", t, {d, f}}},
             {{"y", t, {m, d}}},
-            {}};
+            {},
+            TensorSpec{"h", t, {m, f}}};
   }
 
   Problem default_problem() const override { return {{4096, 4096, 11008}, {}}; }

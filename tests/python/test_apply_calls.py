@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 import hf_style
-from support import WithKernels, relative_error
+from support import ROOT, Scratch, WithKernels, engine, relative_error
 
 import autokernel
 from autokernel.runtime import capture, custom_ops, reference, rewrite
-from autokernel.runtime.kernel_table import TABLE
+from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
 from autokernel.runtime.ops import OPS
 
 
@@ -101,6 +101,34 @@ class EagerCalls(WithKernels):
         self.assertTrue(adapters)  # the rotary's layout and the norms' rows are still adapted
         for node in adapters:
             self.assertFalse(identity(node), f"{node.format_node()} changes nothing")
+
+
+class Workspace(unittest.TestCase):
+    """fused_mlp's signature gives its kernels a workspace (h): both callers in the bridge hand one
+    over, the Python twin (KernelModule.launch) on a layout's first call and the native kernels on
+    the later ones. tests/kernels/mlp_workspace.cpp refuses a call without it."""
+
+    def test_a_kernel_that_needs_the_workspace_runs_every_call(self):
+        with Scratch() as scratch:
+            built = engine("bench", str(ROOT / "tests" / "kernels" / "mlp_workspace.cpp"), "--op", "fused_mlp",
+                           "--shape", "4x16x24", "--dtype", "fp32", "--quick", "--json", "--max-time", "0.05",
+                           "--results", str(scratch / "results.tsv"))
+        self.assertEqual(built.get("status"), "PASS", built)
+        kernel = Kernel("host_mlp_workspace", "fused_mlp", built["module"], host_arch(), frozenset({("4x16x24", "fp32")}))
+        TABLE.add(kernel)
+        try:
+            TABLE.reset_counts()
+            generator = torch.Generator().manual_seed(0)
+            x, gate, up, down = (torch.randn(*shape, generator=generator) for shape in ((4, 16), (24, 16), (24, 16), (16, 24)))
+            expected = reference.REFERENCES["fused_mlp"](x, gate, up, down)[0]
+            for _ in range(3):
+                torch.testing.assert_close(custom_ops.direct("fused_mlp")(x, gate, up, down), expected)
+            self.assertFalse(TABLE.fallbacks, TABLE.fallbacks)
+            self.assertEqual(TABLE.calls.get(kernel.name), 3)
+            if TABLE.native is not None:  # the first call's layout went native for the other two
+                self.assertEqual(TABLE.calls_in_python().get(kernel.name), 1)
+        finally:
+            TABLE.remove(kernel)
 
 
 class FastCalls(unittest.TestCase):

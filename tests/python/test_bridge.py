@@ -4,6 +4,7 @@ scopes of their own, the rest as unknown aten ops.
 """
 import ctypes
 import json
+import math
 import os
 import subprocess
 import unittest
@@ -60,6 +61,11 @@ class AgreesWithTheEngine(unittest.TestCase):
                         self.assertEqual([list(t.shape) for t in outputs], [t["shape"] for t in s["outputs"]])
                         self.assertEqual([abi.DTYPE_NAMES[t.dtype] for t in outputs],
                                          [t["dtype"] for t in s["outputs"]])
+                        work = s["workspace"]
+                        self.assertEqual(spec.workspace_bytes(inputs),
+                                         0 if work is None else math.prod(work["shape"]) * inputs[0].element_size())
+                        if work is not None:
+                            self.assertEqual(work["dtype"], s["inputs"][0]["dtype"])
 
     def test_abi_layout(self):
         layout = engine("ops", "--json")["abi"]

@@ -187,6 +187,25 @@ TEST(Harness, MatmulOnALinearsWeightChecksTheTransposedView) {
   EXPECT_EQ(plain.value("status", ""), "PASS") << plain.dump(2);
 }
 
+// fused_mlp's signature gives its kernels a workspace (the intermediate h): the judge hands one to
+// every call, guarded, and fills it with garbage before each, so a kernel that uses it honestly
+// passes and one that counts on finding its last call's h there fails.
+TEST(Harness, TheWorkspaceIsHandedToEveryCallAndClearedBetweenThem) {
+  auto bench_mlp = [](const std::string& file) {
+    ProcessResult run;
+    auto j = bench_json({kernel(file), "--op", "fused_mlp", "--backend", "host", "--shape", "64x128x344",
+                         "--timeout", "180", "--max-time", "0.2"},
+                        300, {}, &run);
+    EXPECT_TRUE(j.is_object()) << run.output;
+    return j;
+  };
+  const auto honest = bench_mlp("mlp_workspace.cpp");
+  EXPECT_EQ(honest.value("status", ""), "PASS") << honest.dump(2);
+  const auto kept = bench_mlp("cheats/workspace_kept.cpp");
+  EXPECT_EQ(kept.value("status", ""), "FAIL") << kept.dump(2);
+  EXPECT_NE(kept.value("reason", "").find("differs bitwise"), std::string::npos) << kept.dump(2);
+}
+
 // A diagnosis of the judge's clock: the user (never the kernel) may fix the number of timed slots.
 TEST(Harness, TimedSlotsFollowTheEnvironmentAndABadValueIsOneLine) {
   auto bench_with = [](const std::string& slots, ProcessResult* run) {

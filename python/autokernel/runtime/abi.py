@@ -10,7 +10,7 @@ import ctypes
 
 import torch
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS = 4, 8, 4, 8
 AK_OK, AK_ERR_UNSUPPORTED, AK_ERR_LAUNCH = 0, 1, 2
 
@@ -39,6 +39,8 @@ class AkCall(ctypes.Structure):
         ("outputs", AkTensor * MAX_OUTPUTS),
         ("scalars", ctypes.c_double * MAX_SCALARS),
         ("stream", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_int64),
     ]
 
 
@@ -83,8 +85,8 @@ class KernelModule:
         """ak_launch's address, for the native kernels (native.py) to call it without Python."""
         return ctypes.cast(self._launch, ctypes.c_void_p).value
 
-    def _call_for(self, inputs, outputs, scalars):
-        key = (_layout(inputs), _layout(outputs), tuple(scalars))
+    def _call_for(self, inputs, outputs, scalars, workspace_bytes=0):
+        key = (_layout(inputs), _layout(outputs), tuple(scalars), workspace_bytes)
         call = self._calls.get(key)
         if call is not None:
             return call
@@ -99,30 +101,40 @@ class KernelModule:
             _describe(tensor, slot)
         for i, value in enumerate(scalars):
             call.scalars[i] = float(value)
+        call.workspace_bytes = workspace_bytes
         if len(self._calls) < 64:
             self._calls[key] = call
         return call
 
-    def launch(self, inputs, outputs, scalars, call=None):
+    def launch(self, inputs, outputs, scalars, call=None, workspace_bytes=0):
         """Runs the kernel on the current stream of the tensors' device; returns its code (0 = ok).
-        `call`: the struct prepare() filled for this layout (else it is looked up)."""
+        `call`: the struct prepare() filled for this layout (else it is looked up). A call whose
+        op gives a workspace (workspace_bytes, the struct's own when `call` is given) gets a fresh
+        one from PyTorch's allocator: freed after the launch, it is reused only by work queued
+        after the kernel's on the same stream, and under CUDA graph capture it comes from the
+        graph's own pool."""
         if self._prepare is not None:
             code = self._prepare()
             if code != 0:
                 return code
             self._prepare = None
-        call = call or self._call_for(inputs, outputs, scalars)
+        call = call or self._call_for(inputs, outputs, scalars, workspace_bytes)
+        workspace = (torch.empty(call.workspace_bytes, dtype=torch.uint8, device=outputs[0].device)
+                     if call.workspace_bytes > 0 else None)
+        call.workspace = workspace.data_ptr() if workspace is not None else None
         for tensor, slot in zip(inputs, call.inputs):
             slot.data = tensor.data_ptr()
         for tensor, slot in zip(outputs, call.outputs):
             slot.data = tensor.data_ptr()
         device = outputs[0].device
         call.stream = _current_stream(device) if device.type == "cuda" else None
-        return self._launch(ctypes.byref(call))
+        code = self._launch(ctypes.byref(call))
+        call.workspace = None  # the struct outlives this workspace (kept per layout, copied by the native kernels)
+        return code
 
-    def prepare(self, inputs, outputs, scalars):
+    def prepare(self, inputs, outputs, scalars, workspace_bytes=0):
         """The call struct of this layout, to pass to launch() on every call of the same layout."""
-        return self._call_for(inputs, outputs, scalars)
+        return self._call_for(inputs, outputs, scalars, workspace_bytes)
 
 
 def _current_stream(device):

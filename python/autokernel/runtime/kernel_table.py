@@ -158,7 +158,7 @@ class KernelTable:
         device = tensors[0].device
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
         if call is None:  # inputs of this shape and layout: one struct
-            call = kernel.launcher().prepare(tensors, outputs, scalars)
+            call = kernel.launcher().prepare(tensors, outputs, scalars, spec.workspace_bytes(tensors))
             self._memo[key] = (kernel, detail, call)
         code = kernel.launcher().launch(tensors, outputs, scalars, call)
         if code != 0:

@@ -43,7 +43,8 @@ class Native:
         inputs = (ctypes.c_int64 * MAX_INPUTS)(*[_data_offset("inputs", i) for i in range(MAX_INPUTS)])
         outputs = (ctypes.c_int64 * MAX_OUTPUTS)(*[_data_offset("outputs", i) for i in range(MAX_OUTPUTS)])
         if layout(ctypes.c_int64(ctypes.sizeof(AkCall)), ctypes.c_int64(MAX_INPUTS), inputs,
-                  ctypes.c_int64(MAX_OUTPUTS), outputs, ctypes.c_int64(AkCall.stream.offset)) != 0:
+                  ctypes.c_int64(MAX_OUTPUTS), outputs, ctypes.c_int64(AkCall.stream.offset),
+                  ctypes.c_int64(AkCall.workspace.offset), ctypes.c_int64(AkCall.workspace_bytes.offset)) != 0:
             raise RuntimeError(self._error().decode())
 
     def install(self, op, twin, inputs, scalars):

@@ -8,7 +8,8 @@
 // the operator's Python twin (<ns>::_<op>_python), which runs the kernel table or PyTorch's op and,
 // when a kernel ran, hands back its ak_launch and the call struct it filled (ak_native_remember).
 // The entry keeps them; later calls of that layout allocate the outputs, write the data pointers
-// and the stream into a copy of the struct, and launch. The struct stays opaque here: Python
+// and the stream into a copy of the struct (and a fresh workspace from PyTorch's allocator where
+// the op gives one, as KernelModule.launch does), and launch. The struct stays opaque here: Python
 // reports where its pointers live (ak_native_layout), so abi.h has one mirror (abi.py), not two.
 //
 // Autograd: a call that autograd must record takes the twin, whose backward is PyTorch's ops
@@ -38,6 +39,7 @@ struct CallLayout {  // where the ABI's call struct holds what changes from call
   size_t size = 0;
   std::vector<size_t> input_data, output_data;
   size_t stream = 0;
+  size_t workspace = 0, workspace_bytes = 0;
 };
 CallLayout g_layout;
 
@@ -125,6 +127,13 @@ bool launch(const Entry& entry, torch::jit::Stack* stack, const OpTable& table) 
   for (size_t i = 0; i < outputs.size(); ++i)
     put_pointer(call, g_layout.output_data[i], outputs[i].data_ptr());
   put_pointer(call, g_layout.stream, current_stream(device));
+  int64_t workspace_bytes = 0;
+  std::memcpy(&workspace_bytes, entry.call.data() + g_layout.workspace_bytes, sizeof workspace_bytes);
+  at::Tensor workspace;  // freed after the launch: reused only by work queued after it on this stream
+  if (workspace_bytes > 0) {
+    workspace = at::empty({workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    put_pointer(call, g_layout.workspace, workspace.data_ptr());
+  }
   if (entry.launch(call.data()) != 0) return false;
   std::atomic_ref<int64_t>(*entry.counter).fetch_add(1, std::memory_order_relaxed);
   torch::jit::drop(*stack, table.inputs + table.scalars);
@@ -220,7 +229,8 @@ __attribute__((visibility("default"))) const char* ak_native_error() {
 
 __attribute__((visibility("default"))) int ak_native_layout(int64_t size, int64_t n_inputs,
                                                             const int64_t* input_data, int64_t n_outputs,
-                                                            const int64_t* output_data, int64_t stream) {
+                                                            const int64_t* output_data, int64_t stream,
+                                                            int64_t workspace, int64_t workspace_bytes) {
   if (size <= 0 || static_cast<size_t>(size) > kMaxCallSize) {
     g_error = "the ABI's call struct is larger than the native kernels' copy of it";
     return 1;
@@ -229,6 +239,8 @@ __attribute__((visibility("default"))) int ak_native_layout(int64_t size, int64_
   g_layout.input_data.assign(input_data, input_data + n_inputs);
   g_layout.output_data.assign(output_data, output_data + n_outputs);
   g_layout.stream = static_cast<size_t>(stream);
+  g_layout.workspace = static_cast<size_t>(workspace);
+  g_layout.workspace_bytes = static_cast<size_t>(workspace_bytes);
   return 0;
 }
 

@@ -33,6 +33,9 @@ class OpSpec:
     # residual add into a buffer of its own and left the add to be recomputed, from the
     # embedding on, by every later layer (hf-llama's default mode: +1.7 ms with rmsnorm plugged).
     flat_rows: bool = False
+    # The shape of the scratch every call hands the kernel (the signature's workspace, in the
+    # first input's dtype; ak_call::workspace), from the dimensions; None: the op gives none.
+    workspace: Optional[Callable[[tuple], tuple]] = None
 
     def as_rows(self, tensors):
         """`tensors` with the first as the kernel's rows, where flat_rows allows it."""
@@ -66,6 +69,15 @@ class OpSpec:
             for shape, dtype in zip(self.output_shapes(dims), dtypes)
         ]
 
+    def workspace_bytes(self, inputs):
+        """The bytes of the workspace a call on these inputs (or their shapes) gets: 0 for none."""
+        if self.workspace is None:
+            return 0
+        count = 1
+        for size in self.workspace(self.dims([tuple(t.shape) for t in inputs])):
+            count *= int(size)
+        return count * inputs[0].element_size()
+
     def schema(self, name=None):
         """The torch.library schema of autokernel::<name> (or of another op of the same signature)."""
         args = [f"Tensor {n}" for n in self.inputs] + [f"float {n}" for n in self.scalars]
@@ -97,7 +109,7 @@ OPS = {
                dims=_rows, output_shapes=lambda d: [d], params=_attention_params),
         OpSpec("fused_mlp", ("x", "w_gate", "w_up", "w_down"), ("y",), (),
                dims=lambda s: (s[0][0], s[0][1], s[1][0]),
-               output_shapes=lambda d: [(d[0], d[1])]),
+               output_shapes=lambda d: [(d[0], d[1])], workspace=lambda d: (d[0], d[2])),
         OpSpec("cross_entropy", ("logits", "targets"), ("loss", "mean_loss"), (),
                dims=_rows, output_shapes=lambda d: [(d[0],), (1,)],
                output_dtypes=(torch.float32, torch.float32)),
