@@ -270,10 +270,37 @@ class Bench:
                     ran = sorted(name for name, count in TABLE.calls.items() if count != counted.get(name, 0))
                     raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(ran)}): the model did not "
                                        f"switch back from the compiled graph with them")
+            if device.type == "cuda":
+                _check_switched(device, forward, switch)
         m.readings = [statistics.median(ours[i:i + iterations]) for i in range(0, len(ours), iterations)]
         m.paired_readings = [statistics.median(alone[i:i + iterations]) for i in range(0, len(alone), iterations)]
         m.us, m.paired_base_us = statistics.median(ours), statistics.median(alone)
         m.spread_us = (min(ours), max(ours))
+
+
+def _gpu_kernels_of_a_call(device, forward):
+    """The names of the GPU kernels one call runs, in order (a CUDA graph's replayed ones too)."""
+    synchronize = torch.cuda.synchronize
+    synchronize(device)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        forward()
+        synchronize(device)
+    return [e.name for e in sorted(prof.events(), key=lambda e: e.time_range.start)
+            if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def _check_switched(device, forward, switch):
+    """A CUDA graph's replay calls no op of ours on the host, so the kernel table cannot tell
+    whether PyTorch alone ran our kernels: the GPU can. The applied model and PyTorch alone must
+    run different kernels, else the switch between their compiled graphs did not take and the
+    comparison was of one graph against itself."""
+    switch(applied=True)
+    ours = _gpu_kernels_of_a_call(device, forward)
+    switch(applied=False)
+    alone = _gpu_kernels_of_a_call(device, forward)
+    if ours == alone:
+        raise RuntimeError(f"the applied model and PyTorch alone ran the same {len(ours)} GPU kernels: the model "
+                           f"did not switch between its compiled graphs")
 
 
 def decide(bench, mode, candidates, base):

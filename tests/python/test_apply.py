@@ -222,6 +222,19 @@ class PairedTiming(WithKernels):
         self.assertIsNone(m.us)
         self.assertIn("PyTorch alone ran our kernels", m.note)
 
+    def test_on_a_gpu_the_kernels_each_call_ran_tell_the_switch(self):
+        # A CUDA graph's replay calls none of our ops on the host; the GPU's kernel names decide.
+        from autokernel import decide
+
+        states = []
+        runs = {True: ["nvjet_gemm", "ours_wgmma_gemm"], False: ["nvjet_gemm", "triton_silu"]}
+        with mock.patch.object(decide, "_gpu_kernels_of_a_call", lambda device, forward: runs[states[-1]]):
+            decide._check_switched(None, None, lambda applied=True: states.append(applied))  # different: no error
+            runs[False] = runs[True]
+            with self.assertRaisesRegex(RuntimeError, "same 2 GPU kernels"):
+                decide._check_switched(None, None, lambda applied=True: states.append(applied))
+        self.assertEqual(states, [True, False, True, False])
+
 
 class BadInput(unittest.TestCase):
     def test_a_model_without_our_operators_is_left_unchanged(self):
