@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import pathlib
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 import torch
 from torch import nn
@@ -35,6 +36,8 @@ class Loaded:
     shape: tuple
     dtype: torch.dtype
     device: torch.device
+    # draw(seed): another set of inputs like `inputs` (same shapes and dtypes), from that seed
+    draw: Optional[Callable[[int], tuple]] = None
 
 
 def parse_shape(text):
@@ -117,13 +120,18 @@ def load(spec, shape_text, dtype_name, device_name, seed=0):
         shape = parse_shape(shape_text) if shape_text is not None else tuple(shipped.default_shape)
         make_inputs = shipped.make_inputs
     model = model.to(device=device, dtype=dtype).eval()
+
+    def draw(drawn_from):
+        drawn = make_inputs(model, shape, device, drawn_from)
+        # float inputs follow the model's dtype; token ids stay integers
+        return tuple(t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in drawn)
+
     try:
-        inputs = make_inputs(model, shape, device, generator)
+        inputs = draw(generator)
     except ValueError as e:
         raise BridgeError(f"{spec}: bad input shape {','.join(map(str, shape))}: {e}") from None
-    # float inputs follow the model's dtype; token ids stay integers
-    inputs = tuple(t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs)
-    return Loaded(spec, model, inputs, shape, dtype, device)
+    return Loaded(spec, model, inputs, shape, dtype, device,
+                  lambda other_seed: draw(torch.Generator().manual_seed(other_seed)))
 
 
 def run_model(loaded):

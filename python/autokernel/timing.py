@@ -3,6 +3,7 @@ the median wall time. Used by the profile's wall time and by verify's table, in 
 under torch.compile in each of its modes.
 """
 import gc
+import itertools
 import resource
 import statistics
 import sys
@@ -44,22 +45,26 @@ def device_name(device):
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def forward_in_mode(model, inputs, mode, before_first_call=lambda: None):
+def forward_in_mode(model, inputs, mode, before_first_call=lambda: None, fresh=()):
     """A no-grad forward of the model as run in `mode` ("eager" or a torch.compile mode, with
     fullgraph=True: a graph break is an error, not a silent fallback), and the seconds its first
     call took (the compilation). `before_first_call` runs after torch.compile has wrapped the model
     and before the call that compiles it: the wrapper decides from the model's forward then how to
     enter it on every later call (a torch.nn class's own forward, e.g. nn.Sequential's, through a
-    frame of its own), so a model changed by apply() after wrapping is entered alike in both states."""
+    frame of its own), so a model changed by apply() after wrapping is entered alike in both states.
+    The first call takes `inputs`; forward(given) takes `given`, and forward() the next set of
+    `fresh` in turn (round and round; `inputs` when there are none)."""
     runner = model if mode == "eager" else torch.compile(model, mode=mode, fullgraph=True)
     before_first_call()
 
-    def forward():
+    turn = itertools.cycle(fresh) if fresh else itertools.repeat(inputs)
+
+    def forward(given=None):
         with torch.no_grad():
-            return runner(*inputs)
+            return runner(*(given if given is not None else next(turn)))
 
     start = time.perf_counter()
-    first = forward()
+    first = forward(inputs)
     return forward, time.perf_counter() - start, first
 
 

@@ -222,6 +222,35 @@ class PairedTiming(WithKernels):
         self.assertIsNone(m.us)
         self.assertIn("PyTorch alone ran our kernels", m.note)
 
+    def test_every_timed_call_computes_on_fresh_inputs_alike_on_both_sides(self):
+        # The same inputs call after call would let a kernel that keeps its last answer read as fast.
+        from types import SimpleNamespace
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        drawn = {}  # id of a drawn set's first tensor -> its place in the pool
+
+        def draw(seed):
+            inputs = tuple(self.model.make_inputs((2, 16), torch.device("cpu"), torch.Generator().manual_seed(seed)))
+            drawn[id(inputs[0])] = len(drawn)
+            return inputs
+
+        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"), draw=draw)
+        bench = Bench(loaded, Settings(warmup=1, iterations=2, budget_s=0), progress=lambda line: None)
+        seen = []
+        hook = self.model.register_forward_pre_hook(lambda module, args: seen.append(drawn.get(id(args[0]), -1)))
+        try:
+            m = bench.measure("eager", [k.name for k in self.kernels])
+        finally:
+            hook.remove()
+        self.assertEqual(m.note, "")
+        self.assertEqual(len(drawn), 1 + 3 * 2)  # warmup and 3 rounds of 2 pairs: a set each
+        # applied and PyTorch alone take each set in turn, one right after the other
+        self.assertEqual([i for i in seen if i >= 0], [i for i in range(len(drawn)) for _ in ("ours", "alone")])
+        self.assertEqual(seen[-1], -1)  # the outputs compared with eager's are the model's own inputs'
+        self.assertLess(relative_error(tensors(m.output)[0], self.eager()[0]), 1e-5)
+
     def test_on_a_gpu_the_kernels_each_call_ran_tell_the_switch(self):
         # A CUDA graph's replay calls none of our ops on the host; the GPU's kernel names decide.
         from autokernel import decide
