@@ -123,7 +123,10 @@ TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
   const std::string agent =
       "sh '" + std::string(AK_TEST_KERNELS) + "/../loop_agents/scripted.sh' '" + counter.string() + "'";
   auto args = optimize_args(ws);
-  args.insert(args.end(), {"--agent-cmd", agent, "--agent-timeout", "6", "--patience", "3"});
+  // The timeout must outlast a slow start of the calls that do return: a call cut off before it
+  // counts itself shifts the script, each later call doing the one before's part. (With 6 s, one
+  // full CTest run on two cores once ended with no edit kept, as a shifted script would.)
+  args.insert(args.end(), {"--agent-cmd", agent, "--agent-timeout", "15", "--patience", "3"});
   const auto run = test::run_cli(args, 600);
   ASSERT_TRUE(run.ok()) << run.output;
   const auto rows = read_results(ws / kResultsFile);
