@@ -116,9 +116,9 @@ class Bench:
         return time.time() - self.started
 
     def fresh_inputs(self):
-        """Input sets like the model's own, drawn from other seeds, one per timed call (warmup and
-        the paired calls); fewer where they would pass FRESH_INPUT_BYTES, none where the loaded
-        model cannot draw more. Every timed call then computes on new data, as the judge's timed
+        """Input sets like the model's own, drawn from other seeds, one per timed pair (warmup and
+        the paired calls; the unpaired ones take them in turn); fewer where they would pass
+        FRESH_INPUT_BYTES, none where the loaded model cannot draw more. Every timed call then computes on new data, as the judge's timed
         runs do: a kernel that kept its last answer for inputs it recognizes gains nothing in the
         model's time either (the same inputs call after call would let it). The outputs verify
         compares are still those of the model's own inputs."""
@@ -260,9 +260,8 @@ class Bench:
 
     def _paired(self, m, forward):
         """Times the applied model and PyTorch alone call by call, alternating (a call of one, then
-        a call of the other, on the same fresh inputs (fresh_inputs), PAIRED_ROUNDS x iterations
-        times each), into `m`: each one's median
-        per round of `iterations` pairs, and the medians of all their calls. The host's speed
+        a call of the other on the same fresh inputs, PAIRED_ROUNDS x iterations times each), into
+        `m`: each one's median per round of `iterations` pairs, and the medians of all their calls. The host's speed
         drifts over seconds on a shared machine (the same compiled model read 3.6 to 5.1 ms a
         forward pass in one minute on the H200), and so does the GPU's clock; calls side by side
         see the same. Under torch.compile the first call without our kernels compiles PyTorch
@@ -302,11 +301,10 @@ class Bench:
 
 def _gpu_kernels_of_a_call(device, forward):
     """The names of the GPU kernels one call runs, in order (a CUDA graph's replayed ones too)."""
-    synchronize = torch.cuda.synchronize
-    synchronize(device)
+    torch.cuda.synchronize(device)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         forward()
-        synchronize(device)
+        torch.cuda.synchronize(device)
     return [e.name for e in sorted(prof.events(), key=lambda e: e.time_range.start)
             if e.device_type == torch.autograd.DeviceType.CUDA]
 

@@ -3,6 +3,7 @@ ABI order (the C++ op's signature, src/ops/<op>.cpp), the problem dimensions rea
 shapes, and the outputs a call allocates. One table; tests/python/test_bridge.py checks it against
 the engine's own signatures (`autokernel ops --signature`), so the two cannot drift apart.
 """
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -70,13 +71,10 @@ class OpSpec:
         ]
 
     def workspace_bytes(self, inputs):
-        """The bytes of the workspace a call on these inputs (or their shapes) gets: 0 for none."""
+        """The bytes of the workspace a call on these inputs gets (first input's dtype); 0: none."""
         if self.workspace is None:
             return 0
-        count = 1
-        for size in self.workspace(self.dims([tuple(t.shape) for t in inputs])):
-            count *= int(size)
-        return count * inputs[0].element_size()
+        return math.prod(self.workspace(self.dims([tuple(t.shape) for t in inputs]))) * inputs[0].element_size()
 
     def schema(self, name=None):
         """The torch.library schema of autokernel::<name> (or of another op of the same signature)."""
