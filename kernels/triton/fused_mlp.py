@@ -3,8 +3,8 @@
 # row strides free, w_gate and w_up with the same row stride); output y[M, D] of x's dtype; no
 # scalars. fp16, bf16 and fp32 (fp32 stays fp32: tl.dot at IEEE precision), any M, D, F >= 1.
 #
-# Two launches on the stream, with the intermediate h[M, F] a scratch tensor of x's dtype
-# (stream-ordered allocation), rounded once as PyTorch eager rounds it:
+# Two launches on the stream, with the intermediate h[M, F] a scratch tensor of x's dtype (in the
+# workspace fused_mlp's signature gives, ak_call::workspace), rounded once as PyTorch eager rounds it:
 #   up    h = silu(x w_gate^T) * (x w_up^T): a program reads an x tile once per k-step and the
 #         gate and up tiles of the same F columns, keeping both fp32 accumulators; silu(g) * u in
 #         fp32, then rounded.

@@ -12,9 +12,12 @@ hold) or, when nobody called it, at their first launch (cuModuleLoadData from me
 the module is loaded: no static constructors, no threads, no streams. Loading a cubin also grows
 the context's per-thread stack to what its kernel's spills need, which a launch would otherwise do
 (the same wait as a module load).
-Scratch tensors are cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream; so is the global
-scratch a cubin asks for (Triton's per-program buffer, where on-device tensor descriptors are
-written), one slice per program of the launch's grid.
+Scratch tensors lie in the call's workspace (ak_call::workspace, which the op's signature gives:
+fused_mlp's h), in order while they fit, each at a 256-byte boundary; the rest are
+cuMemAllocAsync'd and cuMemFreeAsync'd on call->stream, as is the global scratch a cubin asks for
+(Triton's per-program buffer, where on-device tensor descriptors are written), one slice per
+program of the launch's grid: an allocation on the stream is a memory node in every CUDA graph
+that captures the call.
 """
 
 from autokernel_triton.spec import DTYPES
@@ -131,6 +134,22 @@ bool aligned16(const void* p) {{
 }}
 bool divisible16(int64_t v) {{
   return v % 16 == 0;
+}}
+
+// Places `bytes` of a scratch tensor in the call's workspace at the next 256-byte boundary past
+// `used`, if they fit there (false: the caller allocates them).
+[[maybe_unused]] bool in_workspace(const ak_call* call, size_t bytes, size_t* used, CUdeviceptr* memory) {{
+  const size_t at = (*used + 255) / 256 * 256;
+  if (call->workspace == nullptr || call->workspace_bytes < 0 || at + bytes > static_cast<size_t>(call->workspace_bytes))
+    return false;
+  *memory = reinterpret_cast<CUdeviceptr>(call->workspace) + at;
+  *used = at + bytes;
+  return true;
+}}
+
+// Frees a scratch tensor this call allocated (one in the workspace is the caller's).
+[[maybe_unused]] bool free_scratch(CUdeviceptr memory, bool owned, CUstream stream) {{
+  return !owned || cuMemFreeAsync(memory, stream) == CUDA_SUCCESS;
 }}
 
 // `scratch`: the kernel's global scratch parameter (null when it has none), pointed at a buffer of
@@ -301,11 +320,14 @@ def _scratch(spec):
             out += [f"  {s}.strides[{i}] = elements_{t.name};", f"  elements_{t.name} *= {s}.shape[{i}];"]
         out += [f"  if (f.bad || elements_{t.name} < 1) return AK_ERR_UNSUPPORTED;",
                 f"  f.t_{t.name} = &{s};"]
-    for i, t in enumerate(spec.scratch):  # allocated last, so no early return above can leak one
-        earlier = "".join(f"cuMemFreeAsync(memory_{u.name}, stream); " for u in spec.scratch[:i])
+    if spec.scratch:
+        out.append("  size_t workspace_used = 0;  // the workspace's bytes the tensors above took")
+    for i, t in enumerate(spec.scratch):  # placed last, so no early return above can leak one
+        earlier = "".join(f"free_scratch(memory_{u.name}, owned_{u.name}, stream); " for u in spec.scratch[:i])
+        bytes_ = f"static_cast<size_t>(elements_{t.name}) * {'kTBytes[dtype]' if t.dtype == 'T' else DTYPES[t.dtype][1]}"
         out += [f"  CUdeviceptr memory_{t.name} = 0;",
-                f"  if (cuMemAllocAsync(&memory_{t.name}, static_cast<size_t>(elements_{t.name}) * "
-                f"{'kTBytes[dtype]' if t.dtype == 'T' else DTYPES[t.dtype][1]}, stream) != CUDA_SUCCESS) {{",
+                f"  const bool owned_{t.name} = !in_workspace(call, {bytes_}, &workspace_used, &memory_{t.name});",
+                f"  if (owned_{t.name} && cuMemAllocAsync(&memory_{t.name}, {bytes_}, stream) != CUDA_SUCCESS) {{",
                 f"    {earlier}return AK_ERR_LAUNCH;",
                 "  }",
                 f"  f.s_{t.name}.data = reinterpret_cast<void*>(memory_{t.name});"]
@@ -369,7 +391,7 @@ def _entry(spec, steps):
         out.append("    if (rc == kNotThisVariant) rc = AK_ERR_UNSUPPORTED;  // no variant takes this call")
         out.append("  }")
     for t in spec.scratch:
-        out.append(f"  if (cuMemFreeAsync(memory_{t.name}, stream) != CUDA_SUCCESS && rc == AK_OK) rc = AK_ERR_LAUNCH;")
+        out.append(f"  if (!free_scratch(memory_{t.name}, owned_{t.name}, stream) && rc == AK_OK) rc = AK_ERR_LAUNCH;")
     out.append("  return rc;")
     out.append("}")
     return "\n".join(out) + "\n"

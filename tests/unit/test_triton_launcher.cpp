@@ -311,6 +311,23 @@ TEST_F(TritonLauncher, FusedMlpRunsBothStepsThroughOneScratchTensor) {
   EXPECT_EQ(param<uint64_t>(launch(2), 56), 0u);
   EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 4);  // h alone
   EXPECT_EQ(fake<int (*)()>("fake_frees")(), 4);
+
+  // With the workspace fused_mlp's signature gives (h), h lies there: nothing is allocated for it
+  // on the stream; a workspace too small for h is not used.
+  ak_call given = mlp_call(m, 72, f);
+  given.workspace = reinterpret_cast<void*>(0x6000000);
+  given.workspace_bytes = m * f * 2;
+  ASSERT_EQ(run(&given), AK_OK);
+  ASSERT_EQ(launches(), 6);
+  EXPECT_EQ(param<uint64_t>(launch(4), 24), 0x6000000u);
+  EXPECT_EQ(param<uint64_t>(launch(5), 0), 0x6000000u);
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 4);
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 4);
+  given.workspace_bytes = m * f * 2 - 1;
+  ASSERT_EQ(run(&given), AK_OK);
+  EXPECT_EQ(param<uint64_t>(launch(6), 24), h);
+  EXPECT_EQ(fake<int (*)()>("fake_allocs")(), 5);
+  EXPECT_EQ(fake<int (*)()>("fake_frees")(), 5);
 }
 
 // The matmul's TMA = 1, a tuning choice: aligned calls of either layout of B take the TMA variant
