@@ -98,9 +98,10 @@ def our_kernel_names(bench, kernels):
     return kernel_times(prof, 1)[1]
 
 
-def by_kind(row, ours_names):
+def by_kind(per_name, ours_names):
+    """{kind: µs} of a {kernel name: µs}."""
     kinds = dict.fromkeys(COLUMNS, 0.0)
-    for name, us in row["per_kernel_us"].items():
+    for name, us in per_name.items():
         kinds[kind_of(name, ours_names)] += us
     return kinds
 
@@ -112,13 +113,13 @@ def print_mode(rows, ours_names, ops):
           f"(busy us: less than the sum where kernels overlap), the GPU's idle time between kernels queued back "
           f"to back (idle us) and how many kernels started before the last had ended (overlaps), by kind (us)\n{head}")
     for row in rows:
-        kinds, gpu = by_kind(row, ours_names), sum(row["per_kernel_us"].values())
+        kinds, gpu = by_kind(row["per_kernel_us"], ours_names), sum(row["per_kernel_us"].values())
         label = ("apply's graph, no kernel" if row["kernels"] is None else "PyTorch alone" if not row["kernels"]
                  else "+ " + ", ".join(ops[k] for k in row["kernels"]))
         busy = row["busy_us"]
         print(f"{label[:34]:34s} {row['wall_us']:8.0f} {gpu:8.0f} {busy:8.0f} {busy / row['wall_us']:5.0%} "
               f"{row['idle_us']:8.0f} {row['overlaps']:8.1f} " + " ".join(f"{kinds[c]:9.0f}" for c in COLUMNS))
-        idle = by_kind({"per_kernel_us": row["idle_before_us"]}, ours_names)
+        idle = by_kind(row["idle_before_us"], ours_names)
         if any(us >= 0.5 for us in idle.values()):
             print(f"{'  idle before, by kind':34s} " + " ".join(f"{c} {idle[c]:.0f}" for c in COLUMNS if idle[c] >= 0.5))
 
@@ -170,7 +171,7 @@ def main():
             print_mode(rows, ours_names, {k.name: k.op for k in registered})
     document = {"model": model, "device": torch.cuda.get_device_name() if loaded.device.type == "cuda" else "cpu",
                 "torch": torch.__version__, "ours": sorted(ours_names),
-                "rows": [dict(r, by_kind=by_kind(r, ours_names)) for r in results]}
+                "rows": [dict(r, by_kind=by_kind(r["per_kernel_us"], ours_names)) for r in results]}
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compiled_time.json").write_text(json.dumps(document, indent=1) + "\n")

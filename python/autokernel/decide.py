@@ -11,6 +11,7 @@ together is not faster than PyTorch alone, none is plugged in.
 """
 import faulthandler
 import os
+import secrets
 import signal
 import statistics
 import sys
@@ -36,8 +37,7 @@ MARGIN = 0.01
 # PyTorch's in the same calls. Under torch.compile both stay compiled: the model switches between
 # them without recompiling (apply.aside).
 PAIRED_ROUNDS = 3
-FRESH_INPUT_BYTES = 1 << 30  # the most memory the timed calls' fresh input sets take
-FRESH_SEED = 1_000_003  # the first of their seeds (the model's own inputs come from --seed)
+FRESH_INPUT_BYTES = 1 << 30  # the most memory one measurement's fresh input sets take
 
 
 class BudgetSpent(BaseException):
@@ -110,25 +110,29 @@ class Bench:
         self.checked = []  # measurements whose outputs verify compares with eager's
         self.traced = None  # the model traced and matched once, for every kernel set
         self.log = []  # every measurement's record(), in order
-        self._fresh = None  # fresh_inputs(), drawn once
+        # The next fresh input set's seed: random, so that no run of verify can know another's
+        # (the model's own inputs come from --seed).
+        self._next_seed = secrets.randbits(62)
 
     def elapsed(self):
         return time.time() - self.started
 
     def fresh_inputs(self):
-        """Input sets like the model's own, drawn from other seeds, one per timed pair (warmup and
-        the paired calls; the unpaired ones take them in turn); fewer where they would pass
-        FRESH_INPUT_BYTES, none where the loaded model cannot draw more. Every timed call then computes on new data, as the judge's timed
-        runs do: a kernel that kept its last answer for inputs it recognizes gains nothing in the
-        model's time either (the same inputs call after call would let it). The outputs verify
-        compares are still those of the model's own inputs."""
-        if self._fresh is None:
-            draw, inputs = getattr(self.loaded, "draw", None), self.loaded.inputs
-            size = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
-            count = min(self.settings.warmup + PAIRED_ROUNDS * self.settings.iterations,
-                        FRESH_INPUT_BYTES // max(size, 1))
-            self._fresh = [draw(FRESH_SEED + i) for i in range(max(count, 2))] if draw is not None else []
-        return self._fresh
+        """Input sets like the model's own for one measurement, from seeds none drew before, one
+        per timed pair (warmup and the paired calls; unpaired calls take them in turn); fewer where
+        they would pass FRESH_INPUT_BYTES, none where the loaded model cannot draw more. Every timed
+        call then computes on data no earlier call saw, as in the judge's timed runs: a kernel that
+        keeps answers for inputs it recognizes (within a measurement, across measurements, or
+        across runs) gains nothing in the model's time either. The outputs verify compares are
+        still those of the model's own inputs."""
+        draw, inputs = getattr(self.loaded, "draw", None), self.loaded.inputs
+        if draw is None:
+            return []
+        size = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+        count = max(2, min(self.settings.warmup + PAIRED_ROUNDS * self.settings.iterations,
+                           FRESH_INPUT_BYTES // max(size, 1)))
+        first, self._next_seed = self._next_seed, self._next_seed + count
+        return [draw(first + i) for i in range(count)]
 
     def estimate(self, mode):
         """Seconds one more measurement in `mode` will take: its compilations (two where it has
@@ -261,8 +265,8 @@ class Bench:
     def _paired(self, m, forward):
         """Times the applied model and PyTorch alone call by call, alternating (a call of one, then
         a call of the other on the same fresh inputs, PAIRED_ROUNDS x iterations times each), into
-        `m`: each one's median per round of `iterations` pairs, and the medians of all their calls. The host's speed
-        drifts over seconds on a shared machine (the same compiled model read 3.6 to 5.1 ms a
+        `m`: each one's median per round of `iterations` pairs, and the medians of all their calls.
+        The host's speed drifts over seconds on a shared machine (the same compiled model read 3.6 to 5.1 ms a
         forward pass in one minute on the H200), and so does the GPU's clock; calls side by side
         see the same. Under torch.compile the first call without our kernels compiles PyTorch
         alone (a warmup call; from Inductor's caches where it was compiled before), and from then
@@ -272,16 +276,16 @@ class Bench:
         model, device, warmup, iterations = self.loaded.model, self.loaded.device, self.settings.warmup, \
             self.settings.iterations
         ours, alone = [], []
-        sets = self.fresh_inputs() or [self.loaded.inputs]  # a pair's two calls take the same set
         with applying.aside(model) as switch:
-            for i in range(warmup):
+            for _ in range(warmup):
+                given = forward.next_inputs()  # a pair's two calls take the same set
                 switch(applied=True)
-                forward(sets[i % len(sets)])
+                forward(given)
                 switch(applied=False)
-                forward(sets[i % len(sets)])
+                forward(given)
             TABLE.reset_counts()
-            for i in range(warmup, warmup + PAIRED_ROUNDS * iterations):
-                given = sets[i % len(sets)]
+            for _ in range(PAIRED_ROUNDS * iterations):
+                given = forward.next_inputs()
                 switch(applied=True)
                 ours.append(timed_call_us(device, lambda: forward(given)))
                 counted = dict(TABLE.calls)

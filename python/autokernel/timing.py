@@ -53,7 +53,8 @@ def forward_in_mode(model, inputs, mode, before_first_call=lambda: None, fresh=(
     enter it on every later call (a torch.nn class's own forward, e.g. nn.Sequential's, through a
     frame of its own), so a model changed by apply() after wrapping is entered alike in both states.
     The first call takes `inputs`; forward(given) takes `given`, and forward() the next set of
-    `fresh` in turn (round and round; `inputs` when there are none)."""
+    `fresh` in turn (round and round; `inputs` when there are none), which forward.next_inputs()
+    also hands out, for calls that must share one set."""
     runner = model if mode == "eager" else torch.compile(model, mode=mode, fullgraph=True)
     before_first_call()
 
@@ -62,6 +63,8 @@ def forward_in_mode(model, inputs, mode, before_first_call=lambda: None, fresh=(
     def forward(given=None):
         with torch.no_grad():
             return runner(*(given if given is not None else next(turn)))
+
+    forward.next_inputs = lambda: next(turn)
 
     start = time.perf_counter()
     first = forward(inputs)

@@ -76,6 +76,18 @@ CallLayout KernelArgs::layout() const {
   return call;
 }
 
+void KernelArgs::poison() {
+  for (auto& out : outputs) out->poison();
+  if (workspace) workspace->poison();
+}
+
+std::string KernelArgs::broken_guard() const {
+  for (const auto* group : {&inputs, &outputs})
+    for (const auto& t : *group)
+      if (std::string bad = t->check_guards(); !bad.empty()) return bad;
+  return workspace ? workspace->check_guards() : "";
+}
+
 int KernelArgs::launch_id(Launcher& launcher) {
   if (!id_) id_ = launcher.define(layout());
   return *id_;
@@ -99,8 +111,7 @@ void launch_kernel(const CheckContext& ctx, KernelArgs& args) {
 void load_case(const CheckContext& ctx, KernelArgs& args, const DeviceCase& device) {
   for (size_t i = 0; i < args.inputs.size(); ++i)
     ctx.runtime.copy(args.inputs[i]->data(), device.inputs[i]->data(), args.inputs[i]->spec().bytes());
-  for (auto& out : args.outputs) out->poison();
-  if (args.workspace) args.workspace->poison();
+  args.poison();
 }
 
 CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const PreparedCase& prepared,
@@ -111,11 +122,7 @@ CheckOutcome verify_case(const CheckContext& ctx, const KernelArgs& args, const 
     outcome.reason = std::move(reason);
     return outcome;
   };
-  for (const auto* group : {&args.inputs, &args.outputs})
-    for (const auto& t : *group)
-      if (std::string bad = t->check_guards(); !bad.empty()) return fail(bad);
-  if (args.workspace)
-    if (std::string bad = args.workspace->check_guards(); !bad.empty()) return fail(bad);
+  if (std::string bad = args.broken_guard(); !bad.empty()) return fail(bad);
   for (size_t i = 0; i < args.inputs.size(); ++i)
     if (ctx.runtime.first_difference(args.inputs[i]->data(), device.inputs[i]->data(),
                                      args.inputs[i]->spec().bytes()) >= 0)

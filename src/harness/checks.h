@@ -43,6 +43,10 @@ struct KernelArgs {
 
   KernelArgs(Runtime& runtime, ArenaAllocator& arena, const Signature& signature);
   CallLayout layout() const;
+  // Fills the outputs and the workspace with the poison: what the next launch leaves there is its own.
+  void poison();
+  // "" when the guards around every tensor (the workspace too) are intact, else what was written.
+  std::string broken_guard() const;
   // The launcher's id of this call, defined on first use.
   int launch_id(Launcher& launcher);
 

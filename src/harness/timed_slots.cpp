@@ -103,8 +103,7 @@ void TimedSlots::refill() {
       else
         ctx_.runtime.copy(dst, src, sig.inputs[i].bytes());
     }
-    for (auto& out : slot->args->outputs) out->poison();
-    if (slot->args->workspace) slot->args->workspace->poison();
+    slot->args->poison();
   }
   choose_batch();
   choose_samples();
@@ -210,9 +209,7 @@ CheckOutcome TimedSlots::verify(size_t index) {
     return outcome;
   };
   for (const auto& slot : slots_)
-    for (const auto* group : {&slot->args->inputs, &slot->args->outputs})
-      for (const auto& t : *group)
-        if (std::string bad = t->check_guards(); !bad.empty()) return fail(bad);
+    if (std::string bad = slot->args->broken_guard(); !bad.empty()) return fail(bad);
   const Slot& slot = *slots_.at(index);
   const PreparedCase& set = *pool_[slot.pool_set];
   const auto device_case = ctx_.cases.get(pool_[slot.pool_set]);  // now with its reference

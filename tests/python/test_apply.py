@@ -229,11 +229,12 @@ class PairedTiming(WithKernels):
         from autokernel.decide import Bench
         from autokernel.verify import Settings
 
-        drawn = {}  # id of a drawn set's first tensor -> its place in the pool
+        drawn, seeds = {}, []  # id of a drawn set's first tensor -> its place in the pool; the seeds
 
         def draw(seed):
             inputs = tuple(self.model.make_inputs((2, 16), torch.device("cpu"), torch.Generator().manual_seed(seed)))
             drawn[id(inputs[0])] = len(drawn)
+            seeds.append(seed)
             return inputs
 
         loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"), draw=draw)
@@ -250,6 +251,13 @@ class PairedTiming(WithKernels):
         self.assertEqual([i for i in seen if i >= 0], [i for i in range(len(drawn)) for _ in ("ours", "alone")])
         self.assertEqual(seen[-1], -1)  # the outputs compared with eager's are the model's own inputs'
         self.assertLess(relative_error(tensors(m.output)[0], self.eager()[0]), 1e-5)
+        # A later measurement, and another run's, draw from seeds none drew before: what a kernel
+        # kept from one measurement is of no use in the next.
+        bench.measure("eager", [k.name for k in self.kernels])
+        Bench(loaded, Settings(warmup=1, iterations=2, budget_s=0), progress=lambda line: None).measure(
+            "eager", [k.name for k in self.kernels])
+        self.assertEqual(len(seeds), 3 * 7)
+        self.assertEqual(len(set(seeds)), len(seeds))
 
     def test_on_a_gpu_the_kernels_each_call_ran_tell_the_switch(self):
         # A CUDA graph's replay calls none of our ops on the host; the GPU's kernel names decide.

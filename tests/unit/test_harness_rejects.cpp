@@ -189,7 +189,8 @@ TEST(Harness, MatmulOnALinearsWeightChecksTheTransposedView) {
 
 // fused_mlp's signature gives its kernels a workspace (the intermediate h): the judge hands one to
 // every call, guarded, and fills it with garbage before each, so a kernel that uses it honestly
-// passes and one that counts on finding its last call's h there fails.
+// passes, one that counts on finding its last call's h there fails, and so does one that writes
+// past the workspace's end only in the timed launches.
 TEST(Harness, TheWorkspaceIsHandedToEveryCallAndClearedBetweenThem) {
   auto bench_mlp = [](const std::string& file) {
     ProcessResult run;
@@ -204,6 +205,12 @@ TEST(Harness, TheWorkspaceIsHandedToEveryCallAndClearedBetweenThem) {
   const auto kept = bench_mlp("cheats/workspace_kept.cpp");
   EXPECT_EQ(kept.value("status", ""), "FAIL") << kept.dump(2);
   EXPECT_NE(kept.value("reason", "").find("differs bitwise"), std::string::npos) << kept.dump(2);
+  // The workspace is guarded in the timed launches as in the checks.
+  const auto overrun = bench_mlp("cheats/workspace_overrun_later.cpp");
+  EXPECT_EQ(overrun.value("status", ""), "FAIL") << overrun.dump(2);
+  const std::string reason = overrun.value("reason", "");
+  EXPECT_NE(reason.find("wrote past the end of h"), std::string::npos) << overrun.dump(2);
+  EXPECT_NE(reason.find("(a timed launch)"), std::string::npos) << overrun.dump(2);
 }
 
 // A diagnosis of the judge's clock: the user (never the kernel) may fix the number of timed slots.
