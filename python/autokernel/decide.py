@@ -296,7 +296,7 @@ class Bench:
                     raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(ran)}): the model did not "
                                        f"switch back from the compiled graph with them")
             if device.type == "cuda":
-                _check_switched(device, forward, switch)
+                _check_switched(device, forward, switch, m.kernels)
         m.readings = [statistics.median(ours[i:i + iterations]) for i in range(0, len(ours), iterations)]
         m.paired_readings = [statistics.median(alone[i:i + iterations]) for i in range(0, len(alone), iterations)]
         m.us, m.paired_base_us = statistics.median(ours), statistics.median(alone)
@@ -313,11 +313,14 @@ def _gpu_kernels_of_a_call(device, forward):
             if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-def _check_switched(device, forward, switch):
+def _check_switched(device, forward, switch, kernels):
     """A CUDA graph's replay calls no op of ours on the host, so the kernel table cannot tell
     whether PyTorch alone ran our kernels: the GPU can. The applied model and PyTorch alone must
     run different kernels, else the switch between their compiled graphs did not take and the
-    comparison was of one graph against itself."""
+    comparison was of one graph against itself. With no kernel applied (the traced graph alone)
+    both sides rightly run PyTorch's kernels, the same ones in eager."""
+    if not kernels:
+        return
     switch(applied=True)
     ours = _gpu_kernels_of_a_call(device, forward)
     switch(applied=False)
