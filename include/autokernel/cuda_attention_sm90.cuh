@@ -312,6 +312,8 @@ int launch(const ak_call* call, Problem p) {
   p.heads = static_cast<int>(o.shape[1]);
   p.m_tiles = (p.seq + kRows - 1) / kRows;
   p.items = static_cast<int>(items);
+  const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
+  p.spread = kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
   const int units = (p.items + p.unit() - 1) / p.unit();
   const int blocks =
       kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;

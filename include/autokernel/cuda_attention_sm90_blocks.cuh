@@ -106,9 +106,15 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_LAZY_RESCALE
 #define AK_ATTENTION_LAZY_RESCALE 0
 #endif
+// Balance (1): causal calls whose K and V fit twice in L2 take their query tiles heaviest first
+// across all heads, dealt to the blocks back and forth (Work, for_each_item); 0, and every other
+// call: head by head, causal tiles in heavy/light pairs.
+#ifndef AK_ATTENTION_BALANCE
+#define AK_ATTENTION_BALANCE 0
+#endif
 constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
-constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0;
+constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0, kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
@@ -158,21 +164,36 @@ struct Problem {
   float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
   bool causal;
   int heads, m_tiles, items;  // items = m_tiles * heads * batch
-  // Items a block takes at a time: causal ones in heavy/light pairs (Work).
-  __host__ __device__ int unit() const { return causal ? 2 : 1; }
+  bool spread;                // items heaviest first across heads, dealt back and forth (Work)
+  // Items a block takes at a time: head by head, causal ones in heavy/light pairs (Work).
+  __host__ __device__ int unit() const { return causal && !spread ? 2 : 1; }
 };
 
-// Work item i: query tile m0 of head h of batch b. Items run head by head, so that the blocks
-// running at once share their heads' K and V in L2. Within a head a causal item's cost is its
-// number of key tiles, m + 1 for tile m, so causal items alternate heavy and light (tiles M - 1,
-// 0, M - 2, 1, ...) and a block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles:
-// blocks that each take every grid-th pair then carry nearly equal loads, where every grid-th
-// single item (heavy first) left some blocks 12-20% more work than others.
+// Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
+// number of key tiles, m + 1 for tile m.
+//  - By default items run head by head, so that the blocks running at once share their heads' K
+//    and V in L2. Causal items alternate heavy and light (tiles M - 1, 0, M - 2, 1, ...) and a
+//    block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles: blocks that
+//    each take every grid-th pair then carry nearly equal loads, where every grid-th single item
+//    (heavy first) left some blocks 12-20% more work than others.
+//  - Spread (causal, K and V within L2): every head's tile M - 1 first, then every head's M - 2,
+//    and so on, dealt to the blocks in rounds that alternate direction (for_each_item), which
+//    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
+//    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
 struct Work {
   int m0, h, b, n_tiles;
   __device__ __forceinline__ Work(const Problem& p, int item) {
-    const int hb = item / p.m_tiles, q = item % p.m_tiles;
-    m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
+    int hb, q;
+    if (p.spread) {
+      const int heads = p.heads * (p.items / (p.heads * p.m_tiles));
+      hb = item % heads;
+      q = item / heads;
+      m0 = (p.m_tiles - 1 - q) * kRows;
+    } else {
+      hb = item / p.m_tiles;
+      q = item % p.m_tiles;
+      m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
+    }
     h = hb % p.heads;
     b = hb / p.heads;
     const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
@@ -186,13 +207,18 @@ struct Out {
 };
 
 // Calls f(item, round) for this block's items in order (round counts them): units of p.unit()
-// consecutive items, this block taking units blockIdx.x, + gridDim.x, ...
+// consecutive items, this block taking units blockIdx.x, + gridDim.x, ...; spread, the rounds
+// alternate direction (this block takes unit blockIdx.x of even rounds, gridDim.x - 1 - blockIdx.x
+// of odd ones), so that a block dealt a heavier item in one round is dealt a lighter one next.
 template <class F>
 __device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
-  const int unit = p.unit();
+  const int unit = p.unit(), grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
   int round = 0;
-  for (int u = static_cast<int>(blockIdx.x); u * unit < p.items; u += static_cast<int>(gridDim.x))
+  for (int r = 0;; ++r) {
+    const int u = r * grid + (p.spread && (r & 1) ? grid - 1 - block : block);
+    if (u * unit >= p.items) break;
     for (int item = u * unit; item < min(p.items, (u + 1) * unit); ++item) f(item, round++);
+  }
 }
 
 }  // namespace ak_attention_sm90

@@ -41,6 +41,10 @@
 //            more than 8 (base 2), so that most tiles leave O unscaled (exact: one maximum is
 //            subtracted throughout, and the exponentials stay below 2^8); on an H200, 1-3% faster
 //            at 4x32x4096x128 non-causal, 5% slower at 512 tokens (docs/benchmarks.md)
+//   BALANCE  wgmma only, 1: causal calls whose K and V fit twice in L2 take their query tiles
+//            heaviest first across heads, dealt to the blocks back and forth, instead of head by
+//            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
+//            the work of the others)
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -59,6 +63,8 @@
 // @require PERSISTENT == 0 || PATH == 1
 // @tune LAZY_RESCALE: 0, 1
 // @require LAZY_RESCALE == 0 || PATH == 1
+// @tune BALANCE: 0, 1
+// @require BALANCE == 0 || PATH == 1
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -80,7 +86,11 @@
 #ifndef LAZY_RESCALE
 #define LAZY_RESCALE 0
 #endif
+#ifndef BALANCE
+#define BALANCE 1
+#endif
 #if PATH == 1
+#define AK_ATTENTION_BALANCE BALANCE
 #define AK_ATTENTION_LAZY_RESCALE LAZY_RESCALE
 #define AK_ATTENTION_KV_STAGES STAGES
 #define AK_ATTENTION_PINGPONG PINGPONG
@@ -346,7 +356,7 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
   if constexpr (sizeof(T) == 2) {
     if (mma_fits(a)) {
 #if PATH == 1
-      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0};
+      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0, false};
       const int rc = a.dim == 64 ? ak_attention_sm90::launch<T, 64>(call, p)
                                  : ak_attention_sm90::launch<T, 128>(call, p);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
