@@ -13,13 +13,13 @@ namespace ak_attention_sm90 {
 // One thread: for each of this block's items, Q into its buffer once the consumers are done with
 // that buffer's last item, then the item's K/V tiles into the ring. `slot` counts ring positions
 // across items, so the ring runs on from one item into the next.
-template <int D>
+template <int D, bool Spread>
 __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
                                         uint32_t smem, const Barriers<D>& bar, const Problem& p) {
   using L = Layout<D>;
   int slot = 0;
-  for_each_item(p, [&](int item, int round) {
-    const Work w(p, item);
+  for_each_item<Spread>(p, [&](int item, int round) {
+    const Work<Spread> w(p, item);
     const int kv_h = w.h / p.group;
     // A fresh barrier counts its previous phase as done.
     mbar_wait(bar.q_empty(round), bar.q_phase(round) ^ 1);
@@ -244,11 +244,12 @@ struct Consumer {
   }
 
   // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store.
+  template <bool Spread>
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D>& bar, const Problem& p,
                                             const Out& out) {
     int slot = 0;
-    for_each_item(p, [&](int item, int round) {
-      const Work w(p, item);
+    for_each_item<Spread>(p, [&](int item, int round) {
+      const Work<Spread> w(p, item);
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
       rows[0] = rows[1] = ak_cuda::RowState{};
@@ -264,7 +265,7 @@ struct Consumer {
   }
 };
 
-template <typename T, int D>
+template <typename T, int D, bool Spread>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
@@ -276,13 +277,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     init_ring(bar.q_full(0), L::kQBuffers, kConsumerWarps);
     init_ring(bar.full(0), kStages, kConsumerWarps);
   };
-  const auto producer = [&] { produce<D>(&mq, &mk, &mv, smem, bar, p); };
+  const auto producer = [&] { produce<D, Spread>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups(init, producer, [&](int consumer) {
     Consumer<T, D> w;
     w.c = consumer;
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
-    w.run_items(smem, bar, p, out);
+    w.template run_items<Spread>(smem, bar, p, out);
   });
 }
 
@@ -303,8 +304,6 @@ int launch(const ak_call* call, Problem p) {
     if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
       return AK_ERR_UNSUPPORTED;
   }
-  const auto kernel = attention_wgmma<T, D>;
-  if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const ak_tensor& o = call->outputs[0];
   const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
   const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
@@ -313,8 +312,13 @@ int launch(const ak_call* call, Problem p) {
   p.m_tiles = (p.seq + kRows - 1) / kRows;
   p.items = static_cast<int>(items);
   const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
-  p.spread = kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
-  const int units = (p.items + p.unit() - 1) / p.unit();
+  const bool spread =
+      kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
+  auto kernel = attention_wgmma<T, D, false>;
+  if constexpr (kBalance)
+    if (spread) kernel = attention_wgmma<T, D, true>;
+  if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
   const int blocks =
       kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
   kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);

@@ -164,13 +164,14 @@ struct Problem {
   float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
   bool causal;
   int heads, m_tiles, items;  // items = m_tiles * heads * batch
-  bool spread;                // items heaviest first across heads, dealt back and forth (Work)
-  // Items a block takes at a time: head by head, causal ones in heavy/light pairs (Work).
-  __host__ __device__ int unit() const { return causal && !spread ? 2 : 1; }
+  // Items a block takes at a time, head by head: causal ones in heavy/light pairs (Work); spread,
+  // one at a time.
+  __host__ __device__ int unit(bool spread = false) const { return causal && !spread ? 2 : 1; }
 };
 
 // Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
-// number of key tiles, m + 1 for tile m.
+// number of key tiles, m + 1 for tile m. Spread is the launch's choice, as a template argument
+// (as a field of Problem, the code it changed cost the other calls 4% at 8 x 12 x 512 x 64).
 //  - By default items run head by head, so that the blocks running at once share their heads' K
 //    and V in L2. Causal items alternate heavy and light (tiles M - 1, 0, M - 2, 1, ...) and a
 //    block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles: blocks that
@@ -180,11 +181,12 @@ struct Problem {
 //    and so on, dealt to the blocks in rounds that alternate direction (for_each_item), which
 //    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
 //    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
+template <bool Spread>
 struct Work {
   int m0, h, b, n_tiles;
   __device__ __forceinline__ Work(const Problem& p, int item) {
     int hb, q;
-    if (p.spread) {
+    if constexpr (Spread) {
       const int heads = p.heads * (p.items / (p.heads * p.m_tiles));
       hb = item % heads;
       q = item / heads;
@@ -210,14 +212,20 @@ struct Out {
 // consecutive items, this block taking units blockIdx.x, + gridDim.x, ...; spread, the rounds
 // alternate direction (this block takes unit blockIdx.x of even rounds, gridDim.x - 1 - blockIdx.x
 // of odd ones), so that a block dealt a heavier item in one round is dealt a lighter one next.
-template <class F>
+template <bool Spread, class F>
 __device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
-  const int unit = p.unit(), grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
+  const int grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
   int round = 0;
-  for (int r = 0;; ++r) {
-    const int u = r * grid + (p.spread && (r & 1) ? grid - 1 - block : block);
-    if (u * unit >= p.items) break;
-    for (int item = u * unit; item < min(p.items, (u + 1) * unit); ++item) f(item, round++);
+  if constexpr (Spread) {
+    for (int r = 0;; ++r) {
+      const int item = r * grid + ((r & 1) ? grid - 1 - block : block);
+      if (item >= p.items) break;
+      f(item, round++);
+    }
+  } else {
+    const int unit = p.unit();
+    for (int u = block; u * unit < p.items; u += grid)
+      for (int item = u * unit; item < min(p.items, (u + 1) * unit); ++item) f(item, round++);
   }
 }
 

@@ -356,7 +356,7 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
   if constexpr (sizeof(T) == 2) {
     if (mma_fits(a)) {
 #if PATH == 1
-      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0, false};
+      const ak_attention_sm90::Problem p{a.seq, a.group, a.scale_log2, a.causal, 0, 0, 0};
       const int rc = a.dim == 64 ? ak_attention_sm90::launch<T, 64>(call, p)
                                  : ak_attention_sm90::launch<T, 128>(call, p);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
