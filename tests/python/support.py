@@ -20,6 +20,13 @@ if str(MODELS) not in sys.path:
 
 import hf_style  # noqa: E402 (from MODELS, just put on the path)
 
+try:
+    import transformers  # noqa: F401
+
+    HAVE_TRANSFORMERS = True
+except ImportError:
+    HAVE_TRANSFORMERS = False
+
 import autokernel  # noqa: E402
 from autokernel.runtime import capture, rewrite  # noqa: E402
 from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch  # noqa: E402
@@ -125,3 +132,19 @@ class WithKernels(unittest.TestCase):
     def eager(self):
         with torch.no_grad():
             return tensors(self.model(*self.inputs))
+
+
+def transformers_models():
+    """{name: (config class, model class, its own settings)} of transformers' real model classes,
+    and the small settings they share (2 layers, 64 wide: random weights, nothing fetched)."""
+    import transformers
+
+    common = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=64, use_cache=False)
+    return {
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(num_key_value_heads=2)),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(num_key_value_heads=1)),
+        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(num_key_value_heads=2)),
+        "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, dict(rotary_pct=0.25)),
+        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, dict(num_key_value_heads=1, head_dim=16)),
+    }, common

@@ -15,7 +15,7 @@ from torch import nn
 
 import hf_style
 import other_style
-from support import build, relative_error, tensors
+from support import HAVE_TRANSFORMERS, build, relative_error, tensors, transformers_models
 
 from autokernel.runtime import capture, rewrite
 
@@ -205,28 +205,6 @@ class LookAlikes(unittest.TestCase):
         self.assertTrue(any("GeGLU" in n for n in notes), notes)
 
 
-def _transformers_models():
-    import transformers
-
-    common = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, max_position_embeddings=64, use_cache=False)
-    return {
-        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(num_key_value_heads=2)),
-        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(num_key_value_heads=1)),
-        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(num_key_value_heads=2)),
-        "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, dict(rotary_pct=0.25)),
-        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, dict(num_key_value_heads=1, head_dim=16)),
-    }, common
-
-
-try:
-    import transformers  # noqa: F401
-
-    HAVE_TRANSFORMERS = True
-except ImportError:
-    HAVE_TRANSFORMERS = False
-
-
 @unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
 class HuggingFaceClasses(unittest.TestCase):
     """The real modeling code of transformers, small configurations, random weights, nothing fetched."""
@@ -234,7 +212,7 @@ class HuggingFaceClasses(unittest.TestCase):
     EXPECTED = {"rotary_embedding": 4, "flash_attention": 2, "cross_entropy": 1}
 
     def test_real_classes(self):
-        models, common = _transformers_models()
+        models, common = transformers_models()
         for name, (config_class, model_class, extra) in models.items():
             with self.subTest(name), warnings.catch_warnings():
                 warnings.simplefilter("ignore")

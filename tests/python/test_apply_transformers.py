@@ -1,0 +1,123 @@
+"""autokernel.apply on transformers' own model classes (Llama, Qwen2, Mistral, GPT-NeoX, Gemma),
+built from small configurations with random weights, nothing fetched: as a user runs them, with
+labels (the loss is the model's cross entropy). With the host backend's kernels registered for
+exactly the problems each model has, every operator found is plugged, the logits and the loss
+are eager's, torch.compile(fullgraph=True) traces the applied model with no graph break and
+computes the same, and training gives eager's gradients.
+"""
+import unittest
+import warnings
+
+import torch
+from support import HAVE_TRANSFORMERS, host_module, relative_error, transformers_models
+
+import autokernel
+from autokernel.runtime import capture, rewrite
+from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
+
+# What each class has, with the shared small configuration (2 layers): per layer a norm before
+# attention and one before the MLP, and one at the end; rotary on q and k; SwiGLU only where
+# the MLP is gate * silu(up) (Gemma's is GeGLU, GPT-NeoX's a plain GELU MLP).
+NORM = {"gpt_neox": "layernorm"}
+SWIGLU = {"llama", "qwen2", "mistral"}
+
+
+def build_model(name, seed=0):
+    models, common = transformers_models()
+    config_class, model_class, extra = models[name]
+    config = config_class(**common, **extra)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(seed)
+    return model_class(config).eval()
+
+
+def kernels_for(model, ids):
+    """Host kernels registered as checked for exactly this model's problems."""
+    captures, _ = capture.capture(model, (ids,), {"labels": ids})
+    found, _ = rewrite.find_all(captures[0].graph)
+    problems = {}
+    for m in rewrite.choose(found):
+        problems.setdefault(m.op, set()).add((m.problem, m.dtype_name))
+    return [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(p)) for op, p in problems.items()]
+
+
+@unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
+class TransformersClasses(unittest.TestCase):
+    def setUp(self):
+        warnings.simplefilter("ignore")
+        self.ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+        self.kernels = []
+        self.model = None
+        torch._dynamo.reset()
+
+    def tearDown(self):
+        if self.model is not None:
+            autokernel.restore(self.model)
+        for kernel in self.kernels:
+            TABLE.remove(kernel)
+        torch._dynamo.reset()
+
+    def applied(self, name, training=False):
+        """The model applied with its kernels (traced in training mode or not), and eager's output
+        before apply."""
+        model = self.model = build_model(name).train(training)
+        with torch.no_grad():
+            expected = model(self.ids, labels=self.ids)
+        self.kernels = kernels_for(model, self.ids)
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        TABLE.reset_counts()
+        autokernel.apply(model, (self.ids,), {"labels": self.ids})
+        return model, expected
+
+    def assert_same(self, expected, got, tolerance=1e-5):
+        self.assertLess(relative_error(expected.logits, got.logits), tolerance)
+        self.assertLess(relative_error(expected.loss, got.loss), tolerance)
+
+    def test_every_operator_runs_ours_with_eagers_outputs_eager_and_compiled(self):
+        for name in ("llama", "qwen2", "mistral", "gpt_neox", "gemma"):
+            with self.subTest(name):
+                model, expected = self.applied(name)
+                report = autokernel.report(model)
+                self.assertEqual(len(report.plugged()), len(report.sites))
+                with torch.no_grad():
+                    got = model(self.ids, labels=self.ids)
+                self.assert_same(expected, got)
+                calls = dict(TABLE.calls)
+                self.assertEqual(calls.get(f"host_{NORM.get(name, 'rmsnorm')}"), 5, calls)
+                self.assertEqual(calls.get("host_rotary_embedding"), 4, calls)
+                self.assertEqual(calls.get("host_flash_attention"), 2, calls)
+                self.assertEqual(calls.get("host_cross_entropy"), 1, calls)
+                self.assertEqual(calls.get("host_fused_mlp", 0), 2 if name in SWIGLU else 0, calls)
+                self.assertEqual(dict(TABLE.fallbacks), {})
+
+                explained = torch._dynamo.explain(model)(self.ids, labels=self.ids)
+                self.assertEqual((explained.graph_count, explained.graph_break_count), (1, 0),
+                                 [str(b.reason) for b in explained.break_reasons])
+                torch._dynamo.reset()
+                TABLE.reset_counts()
+                compiled = torch.compile(model, backend="aot_eager", fullgraph=True)
+                with torch.no_grad():
+                    self.assert_same(expected, compiled(self.ids, labels=self.ids))
+                self.assertEqual(TABLE.calls["host_flash_attention"], 2)  # ours, inside the compiled graph
+                autokernel.restore(model)
+                for kernel in self.kernels:
+                    TABLE.remove(kernel)
+                self.kernels, self.model = [], None
+                torch._dynamo.reset()
+
+    def test_training_gives_eagers_gradients(self):
+        # Applied to the model in training mode (a call in the other mode runs the model's own
+        # forward: the trace holds the mode's branches).
+        reference = build_model("llama").train()
+        model, _ = self.applied("llama", training=True)
+        TABLE.reset_counts()
+        for m in (reference, model):
+            m(self.ids, labels=self.ids).loss.backward()
+        self.assertGreater(TABLE.calls["host_fused_mlp"], 0)  # ours ran forward in training mode
+        for (name, p), q in zip(reference.named_parameters(), model.parameters(), strict=True):
+            self.assertLess(relative_error(p.grad, q.grad), 1e-4, name)
+
+
+if __name__ == "__main__":
+    unittest.main()
