@@ -64,9 +64,11 @@ ALL_MODES=default,max-autotune-no-cudagraphs,reduce-overhead
 declare -A MODES=([llama]=${LLAMA_MODES:-$ALL_MODES} [llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
                   [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default}
                   [hf-llama]=${LLAMA_MODES:-$ALL_MODES} [hf-llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead})
-# The share of what is left that each model's verify may use (the GPU-bound model compiles longest;
-# VERIFY_SHARE overrides it for every model).
-declare -A SHARE=([llama]=35 [llama-7b-4l]=45 [gpt2]=50 [bert]=50 [hf-llama]=60 [hf-llama-7b-4l]=100)
+# Each model's weight in the time left: its verify gets left x its weight / the weights of the
+# models still to come, itself included, less what their profile and extract take (about 40 s
+# each). The GPU-bound models compile longest. VERIFY_SHARE (a percentage of the time left)
+# overrides it for every model.
+declare -A SHARE=([llama]=2 [llama-7b-4l]=3 [gpt2]=2 [bert]=2 [hf-llama]=2 [hf-llama-7b-4l]=3)
 MODELS=(llama llama-7b-4l gpt2 bert hf-llama hf-llama-7b-4l)
 
 profile() {  # MODEL: profile into its workspace; with `profiles`, also ship it
@@ -91,7 +93,20 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
     log "optimize $model ($OPTIMIZE_BUDGET)"
     timeout $(($(left) / 2)) "$AK" optimize --workspace "$ws" --budget "$OPTIMIZE_BUDGET" >"$OUT/$model/optimize.txt" 2>&1
   fi
-  local budget=$(($(left) * ${VERIFY_SHARE:-${SHARE[$model]}} / 100))
+  local budget
+  if [[ -n ${VERIFY_SHARE:-} ]]; then
+    budget=$(($(left) * VERIFY_SHARE / 100))
+  else
+    local weights=0 later=0 seen=0 m
+    for m in "${MODELS[@]}"; do
+      [[ $m == "$model" ]] && seen=1
+      if ((seen)) && want "$m"; then
+        weights=$((weights + SHARE[$m]))
+        [[ $m != "$model" ]] && later=$((later + 1))
+      fi
+    done
+    budget=$(((($(left) - 40 * later) * SHARE[$model]) / weights))
+  fi
   ((budget < 30)) && { log "skip $model: $(left) s left"; return 1; }
   log "verify $model (budget ${budget}s, decided in $DECIDE_MODE)"
   # If verify overruns, what the GPU was doing then (a kernel spinning reads 100%).
