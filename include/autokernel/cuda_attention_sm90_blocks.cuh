@@ -1,7 +1,7 @@
 // Building blocks of the wgmma attention (cuda_attention_sm90.cuh): 4-d tensor maps over strided
 // [B, H, S, D] views and their TMA loads, wgmma with the A operand in registers, the block's
-// configuration (AK_ATTENTION_* macros), its shared-memory layout and barriers, and the work
-// schedule (which query tiles a block takes, in which order).
+// configuration (AK_ATTENTION_* macros), its shared-memory layout and barriers; the work schedule
+// (which query tiles a block takes, in which order) is attention_schedule.h.
 //
 // Register A operand of wgmma.m64nNk16 with 16-bit inputs (PTX ISA, "Register fragments and
 // shared memory matrix layouts", wgmma A): warp w of the warpgroup holds rows 16 w .. 16 w + 15
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "autokernel/attention_schedule.h"
 #include "autokernel/cuda_attention.cuh"
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_sm90.cuh"
@@ -112,7 +113,7 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_BALANCE
 #define AK_ATTENTION_BALANCE 0
 #endif
-constexpr int kRows = 128, kKeys = 128, kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
+constexpr int kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
 constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0, kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr float kLazyLog2 = 8.0f;
@@ -159,74 +160,15 @@ struct Barriers {
   __device__ __forceinline__ static uint32_t phase(int slot) { return (slot / kStages) & 1; }
 };
 
-struct Problem {
-  int seq, group;
-  float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
-  bool causal;
-  int heads, m_tiles, items;  // items = m_tiles * heads * batch
-  // Items a block takes at a time, head by head: causal ones in heavy/light pairs (Work); spread,
-  // one at a time.
-  __host__ __device__ int unit(bool spread = false) const { return causal && !spread ? 2 : 1; }
-};
-
-// Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
-// number of key tiles, m + 1 for tile m. Spread is the launch's choice, as a template argument
-// (as a field of Problem, the code it changed cost the other calls 4% at 8 x 12 x 512 x 64).
-//  - By default items run head by head, so that the blocks running at once share their heads' K
-//    and V in L2. Causal items alternate heavy and light (tiles M - 1, 0, M - 2, 1, ...) and a
-//    block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles: blocks that
-//    each take every grid-th pair then carry nearly equal loads, where every grid-th single item
-//    (heavy first) left some blocks 12-20% more work than others.
-//  - Spread (causal, K and V within L2): every head's tile M - 1 first, then every head's M - 2,
-//    and so on, dealt to the blocks in rounds that alternate direction (for_each_item), which
-//    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
-//    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
-template <bool Spread>
-struct Work {
-  int m0, h, b, n_tiles;
-  __device__ __forceinline__ Work(const Problem& p, int item) {
-    int hb, q;
-    if constexpr (Spread) {
-      const int heads = p.heads * (p.items / (p.heads * p.m_tiles));
-      hb = item % heads;
-      q = item / heads;
-      m0 = (p.m_tiles - 1 - q) * kRows;
-    } else {
-      hb = item / p.m_tiles;
-      q = item % p.m_tiles;
-      m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
-    }
-    h = hb % p.heads;
-    b = hb / p.heads;
-    const int end = p.causal ? min(p.seq, m0 + kRows) : p.seq;
-    n_tiles = (end + kKeys - 1) / kKeys;
-  }
-};
-
 struct Out {
   void* o;
   int64_t sb, sh, ss;
 };
 
-// Calls f(item, round) for this block's items in order (round counts them): units of p.unit()
-// consecutive items, this block taking units blockIdx.x, + gridDim.x, ...; spread, the rounds
-// alternate direction (this block takes unit blockIdx.x of even rounds, gridDim.x - 1 - blockIdx.x
-// of odd ones), so that a block dealt a heavier item in one round is dealt a lighter one next.
+// Calls f(item, round) for this block's items in order (attention_schedule.h).
 template <bool Spread, class F>
 __device__ __forceinline__ void for_each_item(const Problem& p, F&& f) {
-  const int grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
-  int round = 0;
-  if constexpr (Spread) {
-    for (int r = 0;; ++r) {
-      const int item = r * grid + ((r & 1) ? grid - 1 - block : block);
-      if (item >= p.items) break;
-      f(item, round++);
-    }
-  } else {
-    const int unit = p.unit();
-    for (int u = block; u * unit < p.items; u += grid)
-      for (int item = u * unit; item < min(p.items, (u + 1) * unit); ++item) f(item, round++);
-  }
+  for_each_item_of<Spread>(p, static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), f);
 }
 
 }  // namespace ak_attention_sm90

@@ -1,0 +1,96 @@
+// The work schedule of the wgmma attention (cuda_attention_sm90.cuh): which query tile each work
+// item is and which items each block of the grid takes, in which order. Host and device code, so
+// that the CPU tests can check that every tile is taken once and how even the blocks' loads are
+// (tests/unit/test_attention_schedule.cpp).
+#pragma once
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define AK_SCHEDULE_FN __host__ __device__ __forceinline__
+#else
+#define AK_SCHEDULE_FN inline
+#endif
+
+namespace ak_attention_sm90 {
+
+// Query rows per block, keys per K/V tile.
+constexpr int kRows = 128, kKeys = 128;
+
+// CUDA's min on the device (the code the kernel was timed with), the same on the host.
+AK_SCHEDULE_FN int lesser(int a, int b) {
+#ifdef __CUDA_ARCH__
+  return min(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+
+struct Problem {
+  int seq, group;
+  float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
+  bool causal;
+  int heads, m_tiles, items;  // items = m_tiles * heads * batch
+  // Items a block takes at a time, head by head: causal ones in heavy/light pairs (Work); spread,
+  // one at a time.
+  AK_SCHEDULE_FN int unit(bool spread = false) const { return causal && !spread ? 2 : 1; }
+};
+
+// Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
+// number of key tiles, m + 1 for tile m. Spread is the launch's choice, as a template argument
+// (as a field of Problem, the code it changed cost the other calls 4% at 8 x 12 x 512 x 64).
+//  - By default items run head by head, so that the blocks running at once share their heads' K
+//    and V in L2. Causal items alternate heavy and light (tiles M - 1, 0, M - 2, 1, ...) and a
+//    block takes them in pairs (Problem::unit) of nearly equal cost, M + 1 key tiles: blocks that
+//    each take every grid-th pair then carry nearly equal loads, where every grid-th single item
+//    (heavy first) left some blocks 12-20% more work than others.
+//  - Spread (causal, K and V within L2): every head's tile M - 1 first, then every head's M - 2,
+//    and so on, dealt to the blocks in rounds that alternate direction (for_each_item_of), which
+//    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
+//    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
+template <bool Spread>
+struct Work {
+  int m0, h, b, n_tiles;
+  AK_SCHEDULE_FN Work(const Problem& p, int item) {
+    int hb, q;
+    if constexpr (Spread) {
+      const int heads = p.heads * (p.items / (p.heads * p.m_tiles));
+      hb = item % heads;
+      q = item / heads;
+      m0 = (p.m_tiles - 1 - q) * kRows;
+    } else {
+      hb = item / p.m_tiles;
+      q = item % p.m_tiles;
+      m0 = ((q & 1) && p.causal ? q / 2 : p.m_tiles - 1 - (p.causal ? q / 2 : q)) * kRows;
+    }
+    h = hb % p.heads;
+    b = hb / p.heads;
+    const int end = p.causal ? lesser(p.seq, m0 + kRows) : p.seq;
+    n_tiles = (end + kKeys - 1) / kKeys;
+  }
+};
+
+// Calls f(item, round) for the items block `block` of a grid of `grid` takes, in order (round
+// counts them): units of p.unit() consecutive items, the block taking units block, + grid, ...;
+// spread, the rounds alternate direction (unit block of even rounds, grid - 1 - block of odd
+// ones), so that a block dealt a heavier item in one round is dealt a lighter one next.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable  // f is the device's lambda on the GPU, the test's on the host
+#endif
+template <bool Spread, class F>
+AK_SCHEDULE_FN void for_each_item_of(const Problem& p, int grid, int block, F&& f) {
+  int round = 0;
+  if constexpr (Spread) {
+    for (int r = 0;; ++r) {
+      const int item = r * grid + ((r & 1) ? grid - 1 - block : block);
+      if (item >= p.items) break;
+      f(item, round++);
+    }
+  } else {
+    const int unit = p.unit();
+    for (int u = block; u * unit < p.items; u += grid)
+      for (int item = u * unit; item < lesser(p.items, (u + 1) * unit); ++item) f(item, round++);
+  }
+}
+
+}  // namespace ak_attention_sm90

@@ -1,0 +1,110 @@
+// The wgmma attention's work schedule (include/autokernel/attention_schedule.h), on the host: every
+// query tile of every head is taken by exactly one block, and the key tiles each block gets are
+// as even as the schedule claims: at 8 x 12 heads x 512 causal rows on 132 SMs, head-by-head
+// pairs leave 60 blocks 10 key tiles and the rest 5; spread, none gets more than 8.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "autokernel/attention_schedule.h"
+
+namespace ak::test {
+namespace {
+
+using ak_attention_sm90::for_each_item_of;
+using ak_attention_sm90::kRows;
+using ak_attention_sm90::Problem;
+using ak_attention_sm90::Work;
+
+Problem problem(int batch, int heads, int seq, bool causal) {
+  const int m_tiles = (seq + kRows - 1) / kRows;
+  return Problem{seq, 1, 1.0f, causal, heads, m_tiles, m_tiles * heads * batch};
+}
+
+// The grid the launch makes: one block per SM, or fewer where there are fewer units.
+int grid_of(const Problem& p, bool spread, int sms) {
+  const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
+  return std::min(units, sms);
+}
+
+struct Taken {
+  std::vector<std::tuple<int, int, int>> tiles;  // (b, h, m0) of every item, in the order taken
+  std::vector<int> key_tiles;                    // per block
+};
+
+template <bool Spread>
+Taken take_all(const Problem& p, int grid) {
+  Taken t;
+  for (int block = 0; block < grid; ++block) {
+    int keys = 0, expected_round = 0;
+    for_each_item_of<Spread>(p, grid, block, [&](int item, int round) {
+      EXPECT_EQ(round, expected_round++);
+      const Work<Spread> w(p, item);
+      t.tiles.emplace_back(w.b, w.h, w.m0);
+      keys += w.n_tiles;
+    });
+    t.key_tiles.push_back(keys);
+  }
+  return t;
+}
+
+template <bool Spread>
+void expect_every_tile_once(int batch, int heads, int seq, bool causal, int sms) {
+  const Problem p = problem(batch, heads, seq, causal);
+  const Taken t = take_all<Spread>(p, grid_of(p, Spread, sms));
+  std::set<std::tuple<int, int, int>> distinct(t.tiles.begin(), t.tiles.end());
+  EXPECT_EQ(t.tiles.size(), static_cast<size_t>(p.items)) << batch << "x" << heads << "x" << seq;
+  EXPECT_EQ(distinct.size(), t.tiles.size()) << batch << "x" << heads << "x" << seq;
+  for (const auto& [b, h, m0] : distinct) {
+    EXPECT_TRUE(b >= 0 && b < batch && h >= 0 && h < heads && m0 >= 0 && m0 < seq && m0 % kRows == 0);
+  }
+}
+
+TEST(AttentionSchedule, EveryQueryTileIsTakenByExactlyOneBlock) {
+  for (const bool causal : {true, false})
+    for (const auto& [b, h, s, sms] :
+         {std::tuple{8, 12, 512, 132}, std::tuple{2, 12, 512, 132}, std::tuple{4, 16, 1000, 132},
+          std::tuple{1, 32, 2048, 114}, std::tuple{3, 5, 300, 7}, std::tuple{1, 1, 100, 132}}) {
+      expect_every_tile_once<false>(b, h, s, causal, sms);
+      if (causal) expect_every_tile_once<true>(b, h, s, causal, sms);
+    }
+}
+
+TEST(AttentionSchedule, SpreadEvensTheKeyTilesOfShortCausalBatches) {
+  const Problem p = problem(8, 12, 512, true);
+  const Taken pairs = take_all<false>(p, grid_of(p, false, 132));
+  EXPECT_EQ(*std::max_element(pairs.key_tiles.begin(), pairs.key_tiles.end()), 10);
+  EXPECT_EQ(std::count(pairs.key_tiles.begin(), pairs.key_tiles.end(), 10), 60);
+  const Taken spread = take_all<true>(p, grid_of(p, true, 132));
+  EXPECT_EQ(*std::max_element(spread.key_tiles.begin(), spread.key_tiles.end()), 8);
+  // The total is the same: 96 heads x (1 + 2 + 3 + 4) key tiles.
+  for (const Taken* t : {&pairs, &spread}) {
+    int total = 0;
+    for (int k : t->key_tiles) total += k;
+    EXPECT_EQ(total, 96 * 10);
+  }
+}
+
+TEST(AttentionSchedule, SpreadDealsEveryHeadsHeaviestTileFirst) {
+  const Problem p = problem(2, 3, 512, true);  // 6 heads of 4 query tiles
+  for (int item = 0; item < 6; ++item) EXPECT_EQ(Work<true>(p, item).m0, 3 * kRows) << item;
+  for (int item = 18; item < 24; ++item) EXPECT_EQ(Work<true>(p, item).m0, 0) << item;
+  // Rounds alternate direction: on 4 blocks, block 0 takes items 0 and 7, block 3 items 3 and 4.
+  std::vector<int> first, last;
+  for_each_item_of<true>(p, 4, 0, [&](int item, int) { first.push_back(item); });
+  for_each_item_of<true>(p, 4, 3, [&](int item, int) { last.push_back(item); });
+  EXPECT_EQ(first, (std::vector<int>{0, 7, 8, 15, 16, 23}));
+  EXPECT_EQ(last, (std::vector<int>{3, 4, 11, 12, 19, 20}));
+}
+
+TEST(AttentionSchedule, HeadByHeadCausalPairsCostTheSame) {
+  const Problem p = problem(1, 2, 1000, true);  // 8 query tiles a head: pairs of 9 key tiles
+  for (int unit = 0; unit < p.items / 2; ++unit)
+    EXPECT_EQ(Work<false>(p, 2 * unit).n_tiles + Work<false>(p, 2 * unit + 1).n_tiles, 9) << unit;
+}
+
+}  // namespace
+}  // namespace ak::test
