@@ -101,19 +101,19 @@ def time_batches(module, sets, scalars, batches=20):
             "fastest_slot_us": min(slot_medians), "slot_us": slot_medians}
 
 
-def child(arena, signature, offsets, module_path, scalars, queue):
+def child(arena, signature, offsets, module_path, op, scalars, queue):
     torch.cuda.init()
     sets = carve(arena, signature, offsets)
-    result = time_batches(KernelModule(module_path), sets, scalars)
+    result = time_batches(KernelModule(module_path, op), sets, scalars)
     del sets, arena  # the parent's memory: let go of it before this process ends
     torch.cuda.synchronize()
     queue.put(result)
 
 
-def in_child(arena, signature, offsets, module_path, scalars):
+def in_child(arena, signature, offsets, module_path, op, scalars):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    p = ctx.Process(target=child, args=(arena, signature, offsets, module_path, scalars, queue))
+    p = ctx.Process(target=child, args=(arena, signature, offsets, module_path, op, scalars, queue))
     p.start()
     result = queue.get()
     p.join()
@@ -127,7 +127,7 @@ def probe(ak, op, slots):
                           "--json"])
     slots = slots or judged["timing"]["slots"]
     scalars = signature.get("scalars", [])
-    module = KernelModule(judged["module"])
+    module = KernelModule(judged["module"], op)
     generator = torch.Generator(device="cuda").manual_seed(0)
     rows = {"op": op, "slots": slots, "judge_us": judged["timing"]["median_us"],
             "launcher_us": judged["timing"].get("launcher_batch_us", -1) / judged["timing"]["slots"]}
@@ -146,7 +146,7 @@ def probe(ak, op, slots):
         torch.cuda.synchronize()
         if name == "arena":
             rows["arena"] = time_batches(module, carve(arena, signature, offsets), scalars)
-        rows[f"{name} ipc"] = in_child(arena, signature, offsets, judged["module"], scalars)
+        rows[f"{name} ipc"] = in_child(arena, signature, offsets, judged["module"], op, scalars)
         del arena
         torch.cuda.empty_cache()
     return rows

@@ -131,7 +131,7 @@ def _outputs_and_scalars(op, args, shape):
 
 def module_runner(module_path, op, shape, args):
     """A no-argument function that launches the module on `args` on the current stream."""
-    module = KernelModule(module_path)
+    module = KernelModule(module_path, op)
     inputs, outputs, scalars = _outputs_and_scalars(op, args, shape)
 
     def run():

@@ -68,7 +68,7 @@ def inputs_for(op, shape, dtype):
 def measure(timer, op, module_path, shape, args, max_rel_error):
     """{"us", "rel_error"} of one module on one shape: its output (into a NaN-filled buffer)
     against PyTorch's in fp32, then its time; no time when the output is wrong."""
-    module = KernelModule(module_path)
+    module = KernelModule(module_path, op)
     inputs, outputs, scalars = _outputs_and_scalars(op, args, shape)
     outputs[0].fill_(float("nan"))
     code = module.launch(inputs, outputs, scalars)

@@ -31,7 +31,7 @@ def scalars_of(op, dims, shape):
 def ours(module_path, op, dims, shape, inputs):
     from autokernel.runtime.abi import KernelModule
     from autokernel.runtime.ops import OPS
-    module, spec = KernelModule(module_path), OPS[op]
+    module, spec = KernelModule(module_path, op), OPS[op]
     outputs, scalars = spec.allocate(inputs), scalars_of(op, dims, shape)
 
     def call(*args):

@@ -85,7 +85,7 @@ def crosscheck(ak, op, shape, dtype):
         return {"op": op, "status": judged["status"], "reason": judged.get("reason", "")}
     signature = run_json([ak, "ops", "--signature", op, "--shape", judged["problem"], "--dtype", judged["dtype"],
                           "--json"])
-    module = KernelModule(judged["module"])
+    module = KernelModule(judged["module"], op)
     slots = judged["timing"]["slots"]
     generator = torch.Generator(device="cuda").manual_seed(0)
     sets = []

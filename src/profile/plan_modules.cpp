@@ -20,7 +20,12 @@ Backend backend_of_kernel(const std::filesystem::path& file) {
 
 std::vector<PlanModule> build_plan_modules(const std::filesystem::path& workspace, const Plan& plan,
                                            Backend backend, const std::string& arch) {
-  std::vector<BuildRequest> requests;
+  // All at once, each distinct source and configuration once (a model's matmul shapes share one
+  // file): a compiler is one core's work, and verify's budget counts these builds (GPT-2's five
+  // kernels one after another took 71 of its 132 s on the GPU machine). Every build is waited for
+  // before a failure is rethrown (an early throw waits in the futures' destructors).
+  std::map<std::string, std::shared_future<BuildResult>> distinct;
+  std::vector<std::shared_future<BuildResult>> builds;
   std::vector<std::string> configs;
   for (const PlanKernel& k : plan.kernels) {
     const auto source = workspace / k.file;
@@ -28,23 +33,16 @@ std::vector<PlanModule> build_plan_modules(const std::filesystem::path& workspac
       throw Error(ErrorKind::Usage, "kernel " + k.file + " is not a " + std::string(to_string(backend)) +
                                         " kernel; extract again with --backend " +
                                         std::string(to_string(backend)));
+    const std::string code = read_text_file(source);
     const auto config_file = source.parent_path() / "config";
     std::string text = std::filesystem::exists(config_file) ? read_text_file(config_file) : "";
     text.erase(text.find_last_not_of(" \n\r\t") + 1);
-    const Config config =
-        text.empty() ? Config{} : parse_config(text, parse_tune_space(read_text_file(source)));
-    requests.push_back({source, config, backend, arch});
+    const Config config = text.empty() ? Config{} : parse_config(text, parse_tune_space(code));
     configs.push_back(to_string(config));
-  }
-  // All at once, each distinct source and configuration once (a model's matmul shapes share one
-  // file): a compiler is one core's work, and verify's budget counts these builds (GPT-2's five
-  // kernels one after another took 71 of its 132 s on the GPU machine). Every build is waited for
-  // before a failure is rethrown.
-  std::map<std::string, std::shared_future<BuildResult>> distinct;
-  std::vector<std::shared_future<BuildResult>> builds;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto [it, added] = distinct.try_emplace(read_text_file(requests[i].source) + '\0' + configs[i]);
-    if (added) it->second = std::async(std::launch::async, build_module, requests[i]).share();
+    auto [it, added] = distinct.try_emplace(code + '\0' + configs.back());
+    if (added)
+      it->second =
+          std::async(std::launch::async, build_module, BuildRequest{source, config, backend, arch}).share();
     builds.push_back(it->second);
   }
   for (auto& b : builds) b.wait();

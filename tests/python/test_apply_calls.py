@@ -15,6 +15,7 @@ from support import ROOT, Scratch, WithKernels, engine, relative_error
 
 import autokernel
 from autokernel.runtime import capture, custom_ops, reference, rewrite
+from autokernel.runtime.abi import KernelModule
 from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
 from autokernel.runtime.ops import OPS
 
@@ -127,6 +128,11 @@ class Workspace(unittest.TestCase):
             self.assertEqual(TABLE.calls.get(kernel.name), 3)
             if TABLE.native is not None:  # the first call's layout went native for the other two
                 self.assertEqual(TABLE.calls_in_python().get(kernel.name), 1)
+            # A module loaded for its operator hands the workspace over by itself, as the benches
+            # call it, without the kernel table.
+            y = torch.empty_like(expected)
+            self.assertEqual(KernelModule(built["module"], "fused_mlp").launch([x, gate, up, down], [y], []), 0)
+            torch.testing.assert_close(y, expected)
         finally:
             TABLE.remove(kernel)
 

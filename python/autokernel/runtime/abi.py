@@ -10,6 +10,8 @@ import ctypes
 
 import torch
 
+from .ops import OPS
+
 ABI_VERSION = 2
 MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS = 4, 8, 4, 8
 AK_OK, AK_ERR_UNSUPPORTED, AK_ERR_LAUNCH = 0, 1, 2
@@ -63,8 +65,11 @@ def _layout(tensors):
 class KernelModule:
     """A compiled kernel module (.so) and its ak_launch entry point."""
 
-    def __init__(self, path):
+    def __init__(self, path, op=None):
+        """`op`: the operator the module implements, whose signature may give its calls a
+        workspace (ops.OpSpec.workspace); None for a module of an operator that gives none."""
         self.path = str(path)
+        self._spec = OPS[op] if op is not None else None
         self._library = ctypes.CDLL(self.path, mode=ctypes.RTLD_LOCAL)
         self._launch = self._library.ak_launch
         self._launch.argtypes = [ctypes.POINTER(AkCall)]
@@ -85,8 +90,8 @@ class KernelModule:
         """ak_launch's address, for the native kernels (native.py) to call it without Python."""
         return ctypes.cast(self._launch, ctypes.c_void_p).value
 
-    def _call_for(self, inputs, outputs, scalars, workspace_bytes=0):
-        key = (_layout(inputs), _layout(outputs), tuple(scalars), workspace_bytes)
+    def _call_for(self, inputs, outputs, scalars):
+        key = (_layout(inputs), _layout(outputs), tuple(scalars))
         call = self._calls.get(key)
         if call is not None:
             return call
@@ -101,24 +106,23 @@ class KernelModule:
             _describe(tensor, slot)
         for i, value in enumerate(scalars):
             call.scalars[i] = float(value)
-        call.workspace_bytes = workspace_bytes
+        call.workspace_bytes = self._spec.workspace_bytes(inputs) if self._spec is not None else 0
         if len(self._calls) < 64:
             self._calls[key] = call
         return call
 
-    def launch(self, inputs, outputs, scalars, call=None, workspace_bytes=0):
+    def launch(self, inputs, outputs, scalars, call=None):
         """Runs the kernel on the current stream of the tensors' device; returns its code (0 = ok).
         `call`: the struct prepare() filled for this layout (else it is looked up). A call whose
-        op gives a workspace (workspace_bytes, the struct's own when `call` is given) gets a fresh
-        one from PyTorch's allocator: freed after the launch, it is reused only by work queued
-        after the kernel's on the same stream, and under CUDA graph capture it comes from the
-        graph's own pool."""
+        op gives a workspace (the struct's workspace_bytes) gets a fresh one from PyTorch's
+        allocator: freed after the launch, it is reused only by work queued after the kernel's on
+        the same stream, and under CUDA graph capture it comes from the graph's own pool."""
         if self._prepare is not None:
             code = self._prepare()
             if code != 0:
                 return code
             self._prepare = None
-        call = call or self._call_for(inputs, outputs, scalars, workspace_bytes)
+        call = call or self._call_for(inputs, outputs, scalars)
         workspace = (torch.empty(call.workspace_bytes, dtype=torch.uint8, device=outputs[0].device)
                      if call.workspace_bytes > 0 else None)
         call.workspace = workspace.data_ptr() if workspace is not None else None
@@ -132,9 +136,9 @@ class KernelModule:
         call.workspace = None  # the struct outlives this workspace (kept per layout, copied by the native kernels)
         return code
 
-    def prepare(self, inputs, outputs, scalars, workspace_bytes=0):
+    def prepare(self, inputs, outputs, scalars):
         """The call struct of this layout, to pass to launch() on every call of the same layout."""
-        return self._call_for(inputs, outputs, scalars, workspace_bytes)
+        return self._call_for(inputs, outputs, scalars)
 
 
 def _current_stream(device):

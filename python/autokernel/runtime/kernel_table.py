@@ -64,7 +64,7 @@ class Kernel:
 
     def launcher(self):
         if self.loaded is None:  # lazily: a CUDA module loads only where it runs
-            self.loaded = KernelModule(self.module)
+            self.loaded = KernelModule(self.module, self.op)
         return self.loaded
 
 
@@ -158,7 +158,7 @@ class KernelTable:
         device = tensors[0].device
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
         if call is None:  # inputs of this shape and layout: one struct
-            call = kernel.launcher().prepare(tensors, outputs, scalars, spec.workspace_bytes(tensors))
+            call = kernel.launcher().prepare(tensors, outputs, scalars)
             self._memo[key] = (kernel, detail, call)
         code = kernel.launcher().launch(tensors, outputs, scalars, call)
         if code != 0:
