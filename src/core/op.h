@@ -49,9 +49,9 @@ struct Tolerance {
 
 // How a problem splits into independent units: rows, or (batch, head-group) planes. Each tensor
 // holds `elements` contiguous elements per unit, units in order, or is shared by every unit (0).
-// Permuting the units of every input permutes those of every output the same way, and leaves a
-// shared output (a mean over units) as it was. The timing draws its fresh inputs this way, so the
-// reference of a rearranged input set is the rearranged reference: no new reference per sample.
+// A unit of every output depends only on the same unit of every input and on the shared inputs
+// (a shared output, a mean over units, depends on all). The timing draws new contents for the
+// units of every launch and computes the reference of the few units it checks (drawn_inputs.h).
 struct UnitLayout {
   int64_t count = 1;
   std::vector<int64_t> inputs, outputs;  // elements per unit, 0 = shared
@@ -93,10 +93,11 @@ class Op {
 
   // Computes the outputs in float64 from the (already dtype-rounded) inputs, in parallel
   // (core/parallel.h). A "row" is an index over all but the last dimension of the outputs.
-  // `rows` empty: compute everything. Non-empty (only asked of ops whose row_sampling() is
-  // true, when the full reference would cost too much, e.g. matmul 8192^3): compute at least
-  // those rows of every output; the harness compares only them (and still checks that every
-  // element was written and is finite).
+  // `rows` empty: compute everything. Non-empty: compute at least those rows of every output
+  // (an op may compute more); the harness compares only them (and still checks that every
+  // element was written and is finite). Asked for the stage checks only of ops whose
+  // row_sampling() is true, when the full reference would cost too much (matmul 8192^3), and of
+  // every op for the few units of the timed runs it checks (timed_slots.h).
   virtual void reference(const Problem& problem, const std::vector<Values>& inputs,
                          std::vector<Values>& outputs, const std::vector<int64_t>& rows) const = 0;
   virtual bool row_sampling() const { return false; }

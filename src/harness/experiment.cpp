@@ -28,15 +28,10 @@ StagePlan stage_plan(const ExperimentRequest& req) {
   return {req.problem, req.dtype, req.quick, req.seed};
 }
 
-// The timing's pool of input sets: far from the stages' seeds, so the timed inputs are new to the
-// kernel (and rearranged for every batch; timed_slots.h).
-constexpr int kTimingPool = 2;
-std::vector<CaseSpec> timing_input_sets(const ExperimentRequest& req) {
-  std::vector<CaseSpec> sets;
-  for (int i = 0; i < kTimingPool; ++i)
-    sets.push_back(
-        {req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001 + static_cast<uint64_t>(i)});
-  return sets;
+// The timing's source set, far from the stages' seeds: the timed slots draw every launch's inputs
+// from it (drawn_inputs.h), so the timed inputs are new to the kernel at every launch.
+CaseSpec timing_source_set(const ExperimentRequest& req) {
+  return {req.problem, req.dtype, std::string(kRandomCase), req.seed + 1'000'001};
 }
 
 // $AUTOKERNEL_TIMING_SLOTS (1 to 64) in place of the rule below: a diagnosis of the judge's clock
@@ -101,9 +96,7 @@ std::string check_physics(const ExperimentRequest& req, const ExperimentResult& 
 void time_primary(const CheckContext& ctx, const ExperimentRequest& req, size_t slot_count,
                   const JudgeCosts& costs, const std::function<JudgeCosts()>& recalibrate,
                   ExperimentResult& result) {
-  std::vector<std::shared_ptr<const PreparedCase>> pool;
-  for (const CaseSpec& set : timing_input_sets(req)) pool.push_back(prepare_case(ctx.op, set));
-  TimedSlots slots(ctx, req.problem, std::move(pool), slot_count);
+  TimedSlots slots(ctx, req.problem, prepare_case(ctx.op, timing_source_set(req)), slot_count);
   result.timing = measure(slots, ctx.launcher, ctx.runtime, costs, req.timing, recalibrate);
   const auto check_start = std::chrono::steady_clock::now();
   CheckOutcome after = slots.verify(slots.pick_slot());
@@ -186,7 +179,7 @@ void from_json(const nlohmann::json& j, ExperimentRequest& r) {
 
 std::vector<CaseSpec> experiment_input_sets(const ExperimentRequest& req) {
   std::vector<CaseSpec> sets = stage_input_sets(find_op(req.op), stage_plan(req));
-  for (const CaseSpec& set : timing_input_sets(req)) sets.push_back(set);
+  sets.push_back(timing_source_set(req));
   return sets;
 }
 

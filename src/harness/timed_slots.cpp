@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -12,9 +13,7 @@ namespace ak {
 
 struct TimedSlots::Slot {
   std::unique_ptr<KernelArgs> args;
-  size_t pool_set = 0;
-  std::vector<int64_t> order;    // slot unit u holds pool unit order[u]
-  std::vector<int64_t> inverse;  // pool unit p sits in slot unit inverse[p]
+  uint64_t key = 0;  // of its current drawing
   int launch_id = -1;
   bool launched = false;  // by the coming (or last) batch
 };
@@ -22,7 +21,7 @@ struct TimedSlots::Slot {
 namespace {
 
 // A secret of this process: the kernel's process cannot see it, so it cannot foresee the
-// arrangements or the sampled positions.
+// drawings, the sampled positions or the checked units.
 uint64_t unpredictable_seed() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
@@ -32,15 +31,37 @@ bool is_poison(const std::byte* element, size_t size) {
   return std::all_of(element, element + size, [](std::byte b) { return b == kPoisonPattern; });
 }
 
+int64_t uniform(std::mt19937_64& rng, int64_t last) {
+  return std::uniform_int_distribution<int64_t>(0, last)(rng);
+}
+
+// The rows of output 0 (as Op::reference counts them) in one unit, when a unit holds whole rows;
+// 0 when a row spans several units (a per-row loss of [M] is one row).
+int64_t rows_per_unit(const Signature& sig, const UnitLayout& units) {
+  const int64_t elements = units.outputs.front(), row_len = sig.outputs.front().row_length();
+  return elements > 0 && elements % row_len == 0 ? elements / row_len : 0;
+}
+
+// Output element ranges of `rows`, one per row, for every output that splits into units.
+void add_row_ranges(const Signature& sig, const UnitLayout& units, const std::vector<int64_t>& rows,
+                    UnitRequest& request) {
+  request.ranges.assign(sig.outputs.size(), {});
+  for (size_t j = 0; j < sig.outputs.size(); ++j) {
+    if (units.outputs[j] <= 0) continue;
+    const int64_t row_len = sig.outputs[j].row_length();
+    for (int64_t r : rows) request.ranges[j].emplace_back(r * row_len, row_len);
+  }
+}
+
 }  // namespace
 
 TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
-                       std::vector<std::shared_ptr<const PreparedCase>> pool, size_t slots)
-    : ctx_(ctx), units_(ctx.op.units(problem)), pool_(std::move(pool)), rng_(unpredictable_seed()) {
-  if (pool_.empty() || slots == 0) throw Error(ErrorKind::Internal, "TimedSlots: no pool or no slots");
-  const Signature& sig = pool_.front()->signature;
+                       std::shared_ptr<const PreparedCase> source, size_t slots)
+    : ctx_(ctx), drawn_(ctx.op, problem, source), rng_(unpredictable_seed()) {
+  if (slots == 0) throw Error(ErrorKind::Internal, "TimedSlots: no slots");
+  const Signature& sig = drawn_.source().signature;
   tolerance_ = ctx.op.tolerance(sig.inputs.front().dtype);
-  for (const auto& set : pool_) pool_device_.push_back(ctx.cases.get(set, /*with_reference=*/false));
+  source_device_ = ctx.cases.get(source, /*with_reference=*/false);
   for (size_t s = 0; s < slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, sig);
@@ -56,7 +77,7 @@ size_t TimedSlots::pick_slot() {
   std::vector<size_t> launched;
   for (size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s]->launched) launched.push_back(s);
-  return launched.at(std::uniform_int_distribution<size_t>(0, launched.size() - 1)(rng_));
+  return launched.at(static_cast<size_t>(uniform(rng_, static_cast<int64_t>(launched.size()) - 1)));
 }
 
 // Each slot is launched with probability 3/4, drawn again until at least half of them are: the
@@ -79,65 +100,45 @@ void TimedSlots::choose_batch() {
   }
 }
 
+const KernelArgs& TimedSlots::slot_args(size_t slot) const {
+  return *slots_.at(slot)->args;
+}
+
 size_t TimedSlots::sample_count(const Signature& signature, size_t slots) {
   return slots * signature.outputs.size() * kSamplesPerOutput;
 }
 
 void TimedSlots::refill() {
-  const Signature& sig = pool_.front()->signature;
+  confirm_unchanged();
+  ++batches_;
   for (auto& slot : slots_) {
-    slot->pool_set = std::uniform_int_distribution<size_t>(0, pool_.size() - 1)(rng_);
-    slot->order.resize(static_cast<size_t>(units_.count));
-    std::iota(slot->order.begin(), slot->order.end(), 0);
-    std::shuffle(slot->order.begin(), slot->order.end(), rng_);
-    slot->inverse.resize(slot->order.size());
-    for (size_t u = 0; u < slot->order.size(); ++u)
-      slot->inverse[static_cast<size_t>(slot->order[u])] = static_cast<int64_t>(u);
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      void* dst = slot->args->inputs[i]->data();
-      const void* src = pool_device_[slot->pool_set]->inputs[i]->data();
-      const int64_t unit = units_.inputs[i];
-      if (unit > 0)
-        ctx_.runtime.copy_units(dst, src, static_cast<size_t>(unit) * size_of(sig.inputs[i].dtype),
-                                slot->order);
-      else
-        ctx_.runtime.copy(dst, src, sig.inputs[i].bytes());
-    }
+    slot->key = rng_();
+    for (size_t i = 0; i < slot->args->inputs.size(); ++i)
+      drawn_.fill(ctx_.runtime, *source_device_, i, slot->args->inputs[i]->data(), slot->key);
     slot->args->poison();
   }
   choose_batch();
   choose_samples();
+  choose_checks();
 }
 
-// For every slot and output: positions drawn among the pool reference's computed rows, mapped
-// through the slot's arrangement to where the kernel must have written them.
+// For every slot and output: positions anywhere in the output.
 void TimedSlots::choose_samples() {
   samples_.clear();
   std::vector<ByteSpan> spans;
-  const Signature& sig = pool_.front()->signature;
-  for (const auto& slot : slots_) {
-    const PreparedCase& set = *pool_[slot->pool_set];
+  const Signature& sig = drawn_.source().signature;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = *slots_[s];
     for (size_t j = 0; j < sig.outputs.size(); ++j) {
       const TensorSpec& spec = sig.outputs[j];
-      const int64_t row_len = spec.row_length();
-      const int64_t n_rows = spec.numel() / row_len;
-      const int64_t compared_rows = set.rows.empty() ? n_rows : static_cast<int64_t>(set.rows.size());
+      const size_t size = size_of(spec.dtype);
       for (int k = 0; k < kSamplesPerOutput; ++k) {
-        const int64_t row_position = std::uniform_int_distribution<int64_t>(0, compared_rows - 1)(rng_);
-        const int64_t column = std::uniform_int_distribution<int64_t>(0, row_len - 1)(rng_);
-        const int64_t row = set.rows.empty() ? row_position : set.rows[static_cast<size_t>(row_position)];
-        const int64_t pool_index = row * row_len + column;
-        const int64_t unit = units_.outputs[j];
-        const int64_t slot_index =
-            unit > 0 ? slot->inverse[static_cast<size_t>(pool_index / unit)] * unit + pool_index % unit
-                     : pool_index;
-        const double ref = set.reference[j][static_cast<size_t>(row_position * row_len + column)];
-        samples_.push_back({spec.dtype, ref,
-                            tolerance_.atol * set.reference_rms[j] + tolerance_.rtol * std::fabs(ref),
-                            spec.name + "[" + std::to_string(slot_index) + "]", slot->launched});
-        const size_t size = size_of(spec.dtype);
-        spans.push_back({static_cast<const std::byte*>(slot->args->outputs[j]->data()) +
-                             slot_index * static_cast<int64_t>(size),
+        const int64_t index = uniform(rng_, spec.numel() - 1);
+        samples_.push_back({spec.dtype,
+                            spec.name + "[" + std::to_string(index) + "] of slot " + std::to_string(s),
+                            slot.launched});
+        spans.push_back({static_cast<const std::byte*>(slot.args->outputs[j]->data()) +
+                             index * static_cast<int64_t>(size),
                          static_cast<uint32_t>(size)});
       }
     }
@@ -148,8 +149,48 @@ void TimedSlots::choose_samples() {
     gather_ = ctx_.runtime.prepare_gather(spans);
 }
 
+// One unit of each of two launched slots: its rows (two of a large unit of an op that samples
+// rows), for every output that splits into units.
+void TimedSlots::choose_checks() {
+  batch_checks_.clear();
+  std::vector<size_t> launched;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s]->launched) launched.push_back(s);
+  std::shuffle(launched.begin(), launched.end(), rng_);
+  const Signature& sig = drawn_.source().signature;
+  const UnitLayout& units = drawn_.units();
+  const int64_t per_unit = rows_per_unit(sig, units);
+  for (size_t c = 0; c < std::min(kChecksPerBatch, launched.size()); ++c) {
+    UnitCheck check;
+    check.slot = launched[c];
+    check.batch = batches_;
+    UnitRequest& request = check.request;
+    request.key = slots_[check.slot]->key;
+    const int64_t unit = uniform(rng_, units.count - 1);
+    request.units = {unit};
+    if (per_unit == 0) {  // rows span units: the unit's elements, every row computed
+      request.ranges.assign(sig.outputs.size(), {});
+      for (size_t j = 0; j < sig.outputs.size(); ++j)
+        if (const int64_t elements = units.outputs[j]; elements > 0)
+          request.ranges[j].emplace_back(unit * elements, elements);
+    } else {
+      std::set<int64_t> rows;
+      if (ctx_.op.row_sampling() && per_unit > kRowsPerCheck) {
+        while (static_cast<int64_t>(rows.size()) < kRowsPerCheck)
+          rows.insert(unit * per_unit + uniform(rng_, per_unit - 1));
+      } else {
+        for (int64_t r = 0; r < per_unit; ++r) rows.insert(unit * per_unit + r);
+      }
+      request.rows.assign(rows.begin(), rows.end());
+      add_row_ranges(sig, units, request.rows, request);
+    }
+    batch_checks_.push_back(std::move(check));
+  }
+}
+
 SampleReading TimedSlots::read_samples() {
   const std::vector<std::byte>& bytes = gather_->read();
+  last_samples_.assign(bytes.begin(), bytes.end());
   SampleReading reading;
   reading.samples = static_cast<int>(samples_.size());
   size_t at = 0;
@@ -157,7 +198,6 @@ SampleReading TimedSlots::read_samples() {
     const std::byte* element = bytes.data() + at;
     const size_t size = size_of(s.dtype);
     at += size;
-    std::string problem;
     if (!s.launched) {
       ++reading.unlaunched;
       if (is_poison(element, size)) continue;
@@ -165,20 +205,200 @@ SampleReading TimedSlots::read_samples() {
       if (reading.first_foreign.empty()) reading.first_foreign = s.name;
       continue;
     }
+    std::string problem;
     if (is_poison(element, size)) {
       ++reading.unwritten;
       problem = s.name + " never written";
     } else {
       const double v = load_as_double(element, s.dtype, 0);
-      if (std::isfinite(v) && std::fabs(v - s.reference) <= s.allowed) continue;
+      if (std::isfinite(v)) continue;
       ++reading.wrong;
       std::ostringstream out;
-      out << s.name << " = " << v << ", reference " << s.reference;
+      out << s.name << " = " << v;
       problem = out.str();
     }
     if (reading.first.empty()) reading.first = problem;
   }
   return reading;
+}
+
+std::vector<std::vector<std::byte>> TimedSlots::read_ranges(const UnitCheck& check) const {
+  const Slot& slot = *slots_[check.slot];
+  std::vector<std::vector<std::byte>> read(check.request.ranges.size());
+  for (size_t j = 0; j < read.size(); ++j) {
+    const size_t size = size_of(slot.args->outputs[j]->spec().dtype);
+    const auto* output = static_cast<const std::byte*>(slot.args->outputs[j]->data());
+    for (const auto& [first, count] : check.request.ranges[j]) {
+      const size_t at = read[j].size();
+      read[j].resize(at + static_cast<size_t>(count) * size);
+      ctx_.runtime.download(read[j].data() + at, output + static_cast<size_t>(first) * size,
+                            static_cast<size_t>(count) * size);
+    }
+  }
+  return read;
+}
+
+void TimedSlots::after_batch() {
+  for (UnitCheck& check : batch_checks_) check.read = read_ranges(check);
+  unconfirmed_ = true;
+}
+
+// The last batch's samples and checked units as they were read right after it: anything written
+// since is work that ran outside the judge's clock. Then its checks join the reservoir.
+void TimedSlots::confirm_unchanged() {
+  if (!unconfirmed_) return;
+  unconfirmed_ = false;
+  const std::vector<std::byte>& now = gather_->read();
+  if (now != last_samples_) {
+    size_t at = 0, s = 0;
+    while (s < samples_.size() &&
+           std::equal(now.begin() + static_cast<std::ptrdiff_t>(at),
+                      now.begin() + static_cast<std::ptrdiff_t>(at + size_of(samples_[s].dtype)),
+                      last_samples_.begin() + static_cast<std::ptrdiff_t>(at)))
+      at += size_of(samples_[s++].dtype);
+    throw Error(
+        ErrorKind::Validation,
+        "output " + (s < samples_.size() ? samples_[s].name : std::string("samples")) +
+            " changed after the timed launches were reported done: work that ran outside the timed interval");
+  }
+  for (UnitCheck& check : batch_checks_) {
+    if (read_ranges(check) != check.read)
+      throw Error(ErrorKind::Validation,
+                  "a checked unit of slot " + std::to_string(check.slot) +
+                      " changed after the timed launches were reported done: work that ran "
+                      "outside the timed interval");
+    ++checks_seen_;
+    if (reservoir_.size() < kCheckedUnits) {
+      reservoir_.push_back(std::move(check));
+    } else if (const auto j = static_cast<size_t>(uniform(rng_, static_cast<int64_t>(checks_seen_) - 1));
+               j < kCheckedUnits) {
+      reservoir_[j] = std::move(check);
+    }
+  }
+  batch_checks_.clear();
+}
+
+// Every kept unit check against the reference of its drawing (`expected`, in the reservoir's order).
+std::string TimedSlots::check_units(const std::vector<std::vector<std::vector<double>>>& expected) const {
+  const Signature& sig = drawn_.source().signature;
+  for (size_t c = 0; c < reservoir_.size(); ++c) {
+    const UnitCheck& check = reservoir_[c];
+    for (size_t j = 0; j < check.read.size(); ++j) {
+      const TensorSpec& spec = sig.outputs[j];
+      const size_t size = size_of(spec.dtype);
+      const double atol = tolerance_.atol * drawn_.source().reference_rms.at(j);
+      size_t k = 0;
+      for (const auto& [first, count] : check.request.ranges[j])
+        for (int64_t e = first; e < first + count; ++e, ++k) {
+          const std::byte* element = check.read[j].data() + k * size;
+          const double ref = expected[c][j][k];
+          const double v = is_poison(element, size) ? std::nan("") : load_as_double(element, spec.dtype, 0);
+          if (std::isfinite(v) && std::fabs(v - ref) <= atol + tolerance_.rtol * std::fabs(ref)) continue;
+          std::ostringstream out;
+          out << spec.name << "[" << e << "] of slot " << check.slot << " in timed batch " << check.batch
+              << " = " << (is_poison(element, size) ? std::string("never written") : std::to_string(v))
+              << ", reference " << ref;
+          return out.str();
+        }
+    }
+  }
+  return "";
+}
+
+// The slot verified whole: sampled rows (of every unit they fall in) against the reference,
+// every element for being written; every unit and element when an output is shared or rows
+// span units.
+UnitRequest TimedSlots::whole_slot_request(uint64_t key) {
+  const Signature& sig = drawn_.source().signature;
+  const UnitLayout& units = drawn_.units();
+  UnitRequest request;
+  request.key = key;
+  const int64_t per_unit = rows_per_unit(sig, units);
+  const bool shared =
+      std::any_of(units.outputs.begin(), units.outputs.end(), [](int64_t e) { return e <= 0; });
+  if (shared || per_unit == 0) {
+    request.units.resize(static_cast<size_t>(units.count));
+    std::iota(request.units.begin(), request.units.end(), 0);
+    for (const auto& spec : sig.outputs) request.ranges.push_back({{0, spec.numel()}});
+    return request;
+  }
+  std::set<int64_t> rows;
+  if (ctx_.op.row_sampling()) {
+    const int64_t n_rows = units.count * per_unit;
+    rows = {0, n_rows - 1};  // the edges are where tiles go wrong
+    while (static_cast<int64_t>(rows.size()) < std::min(n_rows, kVerifiedRows))
+      rows.insert(uniform(rng_, n_rows - 1));
+  } else {
+    std::set<int64_t> chosen = {0, units.count - 1};
+    while (static_cast<int64_t>(chosen.size()) < std::min(units.count, kVerifiedUnits))
+      chosen.insert(uniform(rng_, units.count - 1));
+    for (int64_t u : chosen)
+      for (int64_t r = 0; r < per_unit; ++r) rows.insert(u * per_unit + r);
+  }
+  request.rows.assign(rows.begin(), rows.end());
+  std::set<int64_t> drawn;
+  for (int64_t r : rows) drawn.insert(r / per_unit);
+  request.units.assign(drawn.begin(), drawn.end());
+  add_row_ranges(sig, units, request.rows, request);
+  return request;
+}
+
+std::string TimedSlots::check_inputs(const Slot& slot) const {
+  size_t largest = 0;
+  for (const auto& input : slot.args->inputs) largest = std::max(largest, input->spec().bytes());
+  auto expected = ctx_.runtime.allocate(largest);
+  for (size_t i = 0; i < slot.args->inputs.size(); ++i) {
+    const GuardedTensor& input = *slot.args->inputs[i];
+    drawn_.fill(ctx_.runtime, *source_device_, i, expected->data(), slot.key);
+    if (ctx_.runtime.first_difference(input.data(), expected->data(), input.spec().bytes()) >= 0)
+      return "input " + input.spec().name + " was modified";
+  }
+  return "";
+}
+
+CheckOutcome TimedSlots::check_outputs(const Slot& slot, const UnitRequest& request,
+                                       const std::vector<std::vector<double>>& expected) const {
+  auto prepared = std::make_shared<PreparedCase>();
+  prepared->signature = drawn_.source().signature;
+  prepared->rows = request.rows;
+  for (const std::vector<double>& values : expected) {
+    LargeVector<float>& kept = prepared->reference.emplace_back(values.size());
+    double sum_sq = 0;
+    for (size_t k = 0; k < values.size(); ++k) {
+      kept[k] = static_cast<float>(values[k]);
+      sum_sq += values[k] * values[k];
+    }
+    prepared->reference_rms.push_back(
+        values.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(values.size())));
+  }
+  const auto device = ctx_.cases.get(prepared);
+  CheckOutcome outcome;
+  for (size_t j = 0; j < slot.args->outputs.size(); ++j) {
+    const Comparison c =
+        compare_output(ctx_.runtime, slot.args->outputs[j]->data(), *prepared, *device, j, tolerance_);
+    outcome.worst_norm_error = std::max(outcome.worst_norm_error, c.norm_error / tolerance_.norm_rtol);
+    if (!c.ok) return {false, c.reason + " (a timed launch)"};
+  }
+  return outcome;
+}
+
+CheckOutcome TimedSlots::verify(size_t index) {
+  auto fail = [](std::string reason) { return CheckOutcome{false, std::move(reason) + " (a timed launch)"}; };
+  confirm_unchanged();
+  const Slot& slot = *slots_.at(index);
+  // One reference computation for everything (its inputs and outputs in float64 can take
+  // gigabytes for a large matmul): the kept checks, then the slot verified whole.
+  std::vector<UnitRequest> requests;
+  for (const UnitCheck& check : reservoir_) requests.push_back(check.request);
+  requests.push_back(whole_slot_request(slot.key));
+  auto expected = drawn_.reference(requests);
+  const std::vector<std::vector<double>> whole = std::move(expected.back());
+  expected.pop_back();
+  if (std::string bad = check_units(expected); !bad.empty()) return fail(bad);
+  for (const auto& other : slots_)
+    if (std::string bad = other->args->broken_guard(); !bad.empty()) return fail(bad);
+  if (std::string bad = check_inputs(slot); !bad.empty()) return fail(bad);
+  return check_outputs(slot, requests.back(), whole);
 }
 
 std::string TimedSlots::check_unlaunched() const {
@@ -190,48 +410,6 @@ std::string TimedSlots::check_unlaunched() const {
                out->spec().name + "): work done for a call never made";
   }
   return "";
-}
-
-// Pool unit order[u] <- slot unit u: a copy of units in the inverse order.
-const void* TimedSlots::restore_order(const Slot& slot, const GuardedTensor& tensor, int64_t unit_elements,
-                                      Buffer& scratch) const {
-  if (unit_elements <= 0) return tensor.data();
-  ctx_.runtime.copy_units(scratch.data(), tensor.data(),
-                          static_cast<size_t>(unit_elements) * size_of(tensor.spec().dtype), slot.inverse);
-  return scratch.data();
-}
-
-CheckOutcome TimedSlots::verify(size_t index) {
-  CheckOutcome outcome;
-  auto fail = [&](std::string reason) {
-    outcome.ok = false;
-    outcome.reason = std::move(reason) + " (a timed launch)";
-    return outcome;
-  };
-  for (const auto& slot : slots_)
-    if (std::string bad = slot->args->broken_guard(); !bad.empty()) return fail(bad);
-  const Slot& slot = *slots_.at(index);
-  const PreparedCase& set = *pool_[slot.pool_set];
-  const auto device_case = ctx_.cases.get(pool_[slot.pool_set]);  // now with its reference
-  const DeviceCase& device = *device_case;
-  const KernelArgs& args = *slot.args;
-  size_t largest = 0;
-  for (const auto* group : {&args.inputs, &args.outputs})
-    for (const auto& t : *group) largest = std::max(largest, t->spec().bytes());
-  auto scratch = ctx_.runtime.allocate(largest);
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    const GuardedTensor& input = *args.inputs[i];
-    const void* restored = restore_order(slot, input, units_.inputs[i], *scratch);
-    if (ctx_.runtime.first_difference(restored, device.inputs[i]->data(), input.spec().bytes()) >= 0)
-      return fail("input " + input.spec().name + " was modified");
-  }
-  for (size_t j = 0; j < args.outputs.size(); ++j) {
-    const void* restored = restore_order(slot, *args.outputs[j], units_.outputs[j], *scratch);
-    const Comparison c = compare_output(ctx_.runtime, restored, set, device, j, tolerance_);
-    outcome.worst_norm_error = std::max(outcome.worst_norm_error, c.norm_error / tolerance_.norm_rtol);
-    if (!c.ok) return fail(c.reason);
-  }
-  return outcome;
 }
 
 }  // namespace ak

@@ -1,11 +1,18 @@
 // The timed problem's buffers: several slots (inputs and outputs in the shared arena), each
-// refilled before every timed batch with a fresh arrangement of one of a pool of prepared input
-// sets: its units (Op::units: rows, or (batch, head-group) planes) in a new random order, drawn
-// from a seed the kernel's process cannot see. A kernel never meets the same input twice in the
-// timed runs, so no remembered answer can be right, and since a rearranged input's reference is
-// the rearranged reference, checking costs no new reference. Every launch of a batch writes its
-// own slot, poisoned beforehand; the judge reads a random sample of each slot's outputs (at
-// positions the kernel cannot predict) and, after the timing, one whole slot.
+// refilled before every timed batch with a new drawing of its inputs (drawn_inputs.h): the
+// contents of every unit (a row, a (batch, head-group) plane) are new at every launch, so no
+// output a kernel kept from an earlier call -- of this batch, an earlier one or the checks -- is
+// right for them, whatever it keys it on. Every launch of a batch writes its own slot, poisoned
+// beforehand.
+//
+// What the judge reads, at positions and in slots the kernel cannot predict:
+// - inside its clock: samples of every slot, until those of the launched slots are all written
+//   and finite (and those of the others still poisoned);
+// - off the clock, right after: whole units of two launched slots, kept for checking against
+//   their reference after the timed runs (a reservoir, so the checks spread over all batches);
+// - before the next refill: the same samples and units again, which must not have changed (work
+//   still running after the launches were reported done);
+// - after the timed runs: one launched slot of the last batch whole.
 //
 // A batch launches a random subset of the slots (at least half) in a random order, and the slots
 // left out keep their poison: a kernel that does the work of calls not yet made (every slot it
@@ -19,6 +26,7 @@
 #include <vector>
 
 #include "harness/checks.h"
+#include "harness/drawn_inputs.h"
 
 namespace ak {
 
@@ -26,7 +34,7 @@ namespace ak {
 struct SampleReading {
   int samples = 0;
   int unwritten = 0;   // still the poison
-  int wrong = 0;       // written, but not finite or outside the tolerance
+  int wrong = 0;       // written, but not finite
   int unlaunched = 0;  // samples of slots this batch does not launch (must stay poisoned)
   int foreign = 0;     // of those, written: work for a call the judge never made
   std::string first;   // the first sample that is not right, named
@@ -39,27 +47,41 @@ struct SampleReading {
 class TimedSlots {
  public:
   static constexpr int kSamplesPerOutput = 16;
+  static constexpr size_t kChecksPerBatch = 2;   // launched slots whose units are read after a batch
+  static constexpr size_t kCheckedUnits = 128;   // units checked against the reference in all
+  static constexpr int64_t kRowsPerCheck = 2;    // rows of a large unit (an attention plane)
+  static constexpr int64_t kVerifiedRows = 48;   // rows of the slot verified whole, when sampled
+  static constexpr int64_t kVerifiedUnits = 64;  // units, for ops that do not sample rows
 
-  // `pool`: prepared input sets of `problem` in one dtype. Uploads them to the judge's own memory.
-  TimedSlots(const CheckContext& ctx, const Problem& problem,
-             std::vector<std::shared_ptr<const PreparedCase>> pool, size_t slots);
+  // Draws the slots' inputs from `source` (an input set of `problem`), uploaded to the judge's
+  // own memory.
+  TimedSlots(const CheckContext& ctx, const Problem& problem, std::shared_ptr<const PreparedCase> source,
+             size_t slots);
   ~TimedSlots();
 
   size_t size() const { return slots_.size(); }
   // The launcher's call ids of the slots this batch launches, in the batch's order.
   const std::vector<int>& batch_ids() const { return batch_ids_; }
-  // New contents for every slot, outputs poisoned, the next batch's slots and order, new sample
-  // positions (device work; untimed).
+  // After confirming that the last batch's outputs have not changed since: new inputs for every
+  // slot, outputs poisoned, the next batch's slots and order, new sample positions and checked
+  // units (device work; untimed).
   void refill();
+  // Inside the clock: the samples, and the bytes read kept for the confirmation.
   SampleReading read_samples();
-  // The whole of one slot, after the timed runs: every output element against the rearranged
-  // reference, the inputs unchanged, every slot's guard zones intact.
+  // Off the clock, after each batch: reads the checked units of its launched slots.
+  void after_batch();
+  // After the timed runs: the last batch unchanged, every checked unit against its reference,
+  // every slot's guard zones intact, then the whole of one slot: every output element written
+  // and finite, its compared rows against the reference, its inputs unchanged.
   CheckOutcome verify(size_t slot);
   // Which slot of the last batch's launched ones a random pick lands on (the judge's generator).
   size_t pick_slot();
   // Every output element of the slots the last batch did not launch still holds the poison;
   // the reason otherwise.
   std::string check_unlaunched() const;
+
+  // The tensors of slot `slot` (what the judge's tests read back).
+  const KernelArgs& slot_args(size_t slot) const;
 
   // Spans read_samples gathers per batch for `slots` slots of `signature` (for the calibration).
   static size_t sample_count(const Signature& signature, size_t slots);
@@ -68,27 +90,40 @@ class TimedSlots {
   struct Slot;
   struct Sample {
     DType dtype;
-    double reference;
-    double allowed;
     std::string name;
     bool launched;
   };
+  struct UnitCheck {
+    UnitRequest request;
+    size_t slot = 0;
+    int batch = 0;
+    std::vector<std::vector<std::byte>> read;  // per output, the ranges' bytes after the batch
+  };
   void choose_batch();
   void choose_samples();
-  // A slot's tensor put back in its pool set's order, in `scratch` (judge-only memory); the
-  // tensor itself when its units were not rearranged.
-  const void* restore_order(const Slot& slot, const GuardedTensor& tensor, int64_t unit_elements,
-                            Buffer& scratch) const;
+  void choose_checks();
+  std::vector<std::vector<std::byte>> read_ranges(const UnitCheck& check) const;
+  void confirm_unchanged();
+  std::string check_units(const std::vector<std::vector<std::vector<double>>>& expected) const;
+  std::string check_inputs(const Slot& slot) const;
+  CheckOutcome check_outputs(const Slot& slot, const UnitRequest& request,
+                             const std::vector<std::vector<double>>& expected) const;
+  UnitRequest whole_slot_request(uint64_t key);
 
   const CheckContext& ctx_;
-  UnitLayout units_;
+  DrawnInputs drawn_;
+  std::shared_ptr<const DeviceCase> source_device_;  // judge-only memory
   Tolerance tolerance_;
-  std::vector<std::shared_ptr<const PreparedCase>> pool_;
-  std::vector<std::shared_ptr<const DeviceCase>> pool_device_;  // judge-only memory
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Sample> samples_;
+  std::vector<std::byte> last_samples_;  // the last reading inside the clock
   std::vector<int> batch_ids_;
   std::unique_ptr<Gather> gather_;
+  std::vector<UnitCheck> batch_checks_;  // this batch's, read by after_batch
+  std::vector<UnitCheck> reservoir_;     // a uniform sample of every batch's checks
+  size_t checks_seen_ = 0;
+  int batches_ = 0;
+  bool unconfirmed_ = false;  // a batch ran since the last confirmation
   std::mt19937_64 rng_;
 };
 

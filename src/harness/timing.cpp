@@ -174,6 +174,7 @@ TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, co
     slots.refill();
     flushes.push_back(seconds_of([&] { runtime.flush_cache(); }));
     const Batch batch = timed_batch(slots, launcher);
+    slots.after_batch();
     if (index < options.warmup) continue;
     batches.emplace_back(batch.seconds, slots.batch_ids().size());
     samples.push_back((batch.seconds - costs.empty_batch_s) / static_cast<double>(slots.batch_ids().size()));

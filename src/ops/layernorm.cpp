@@ -45,24 +45,22 @@ class LayerNorm final : public Op {
 
   // Two passes (mean, then the centred sum of squares), so the reference has no cancellation.
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
-                 const std::vector<int64_t>&) const override {
+                 const std::vector<int64_t>& rows) const override {
     const int64_t m = p.dims[0], n = p.dims[1];
     const double* x = in[0].data.data();
     const double* w = in[1].data.data();
     const double* b = in[2].data.data();
     double* y = out[0].data.data();
     const double count = static_cast<double>(n);
-    parallel_for(m, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const double* row = x + r * n;
-        double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum += row[j];
-        const double mean = sum / count;
-        double sum_sq = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum_sq += (row[j] - mean) * (row[j] - mean);
-        const double inv = 1.0 / std::sqrt(sum_sq / count + kEps);
-        for (int64_t j = 0; j < n; ++j) y[r * n + j] = (row[j] - mean) * inv * w[j] + b[j];
-      }
+    ops::for_each_row(m, rows, [&](int64_t r) {
+      const double* row = x + r * n;
+      double sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum += row[j];
+      const double mean = sum / count;
+      double sum_sq = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum_sq += (row[j] - mean) * (row[j] - mean);
+      const double inv = 1.0 / std::sqrt(sum_sq / count + kEps);
+      for (int64_t j = 0; j < n; ++j) y[r * n + j] = (row[j] - mean) * inv * w[j] + b[j];
     });
   }
 

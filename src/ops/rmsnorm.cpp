@@ -38,18 +38,16 @@ class RmsNorm final : public Op {
   }
 
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
-                 const std::vector<int64_t>&) const override {
+                 const std::vector<int64_t>& rows) const override {
     const int64_t m = p.dims[0], n = p.dims[1];
     const double* x = in[0].data.data();
     const double* w = in[1].data.data();
     double* y = out[0].data.data();
-    parallel_for(m, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        double sum_sq = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum_sq += x[r * n + j] * x[r * n + j];
-        const double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + kEps);
-        for (int64_t j = 0; j < n; ++j) y[r * n + j] = x[r * n + j] * inv * w[j];
-      }
+    ops::for_each_row(m, rows, [&](int64_t r) {
+      double sum_sq = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum_sq += x[r * n + j] * x[r * n + j];
+      const double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + kEps);
+      for (int64_t j = 0; j < n; ++j) y[r * n + j] = x[r * n + j] * inv * w[j];
     });
   }
 

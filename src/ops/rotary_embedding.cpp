@@ -79,22 +79,20 @@ class RotaryEmbedding final : public Op {
   }
 
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
-                 const std::vector<int64_t>&) const override {
+                 const std::vector<int64_t>& rows) const override {
     const int64_t s_len = p.dims[2], d = p.dims[3], half = d / 2;
     const double* x = in[0].data.data();
     const double* cos = in[1].data.data();
     const double* sin = in[2].data.data();
     double* y = out[0].data.data();
-    parallel_for(p.dims[0] * p.dims[1] * s_len, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const double* c = cos + (r % s_len) * half;
-        const double* sn = sin + (r % s_len) * half;
-        const double* src = x + r * d;
-        double* dst = y + r * d;
-        for (int64_t i = 0; i < half; ++i) {
-          dst[i] = src[i] * c[i] - src[i + half] * sn[i];
-          dst[i + half] = src[i + half] * c[i] + src[i] * sn[i];
-        }
+    ops::for_each_row(p.dims[0] * p.dims[1] * s_len, rows, [&](int64_t r) {
+      const double* c = cos + (r % s_len) * half;
+      const double* sn = sin + (r % s_len) * half;
+      const double* src = x + r * d;
+      double* dst = y + r * d;
+      for (int64_t i = 0; i < half; ++i) {
+        dst[i] = src[i] * c[i] - src[i + half] * sn[i];
+        dst[i + half] = src[i + half] * c[i] + src[i] * sn[i];
       }
     });
   }

@@ -37,19 +37,17 @@ class Softmax final : public Op {
   }
 
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
-                 const std::vector<int64_t>&) const override {
+                 const std::vector<int64_t>& rows) const override {
     const int64_t m = p.dims[0], n = p.dims[1];
     const double* x = in[0].data.data();
     double* y = out[0].data.data();
-    parallel_for(m, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const double* row = x + r * n;
-        double* dst = y + r * n;
-        const double max = *std::max_element(row, row + n);
-        double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum += dst[j] = std::exp(row[j] - max);
-        for (int64_t j = 0; j < n; ++j) dst[j] /= sum;
-      }
+    ops::for_each_row(m, rows, [&](int64_t r) {
+      const double* row = x + r * n;
+      double* dst = y + r * n;
+      const double max = *std::max_element(row, row + n);
+      double sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum += dst[j] = std::exp(row[j] - max);
+      for (int64_t j = 0; j < n; ++j) dst[j] /= sum;
     });
   }
 

@@ -100,9 +100,11 @@ class Runtime {
   virtual void fill(void* device_dst, std::byte value, size_t bytes) = 0;
   // Device to device.
   virtual void copy(void* device_dst, const void* device_src, size_t bytes) = 0;
-  // dst unit i <- src unit order[i], each unit `unit_bytes` long (a permutation of rows).
-  virtual void copy_units(void* device_dst, const void* device_src, size_t unit_bytes,
-                          const std::vector<int64_t>& order) = 0;
+  // `count` elements of `element_bytes` (1, 2, 4 or 8) each, element i drawn from the
+  // `source_count` elements at device_src: from drawn_position(key, i, ...) (core/mix.h), so
+  // the host can rebuild any of them.
+  virtual void draw_elements(void* device_dst, const void* device_src, size_t element_bytes, size_t count,
+                             size_t source_count, uint64_t key) = 0;
   virtual std::unique_ptr<Gather> prepare_gather(const std::vector<ByteSpan>& spans) = 0;
 
   // Comparisons done where the data lives, so that only their summaries cross to the host (a

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mix.h"
 #include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_runtime.h"
 
@@ -132,19 +133,28 @@ TEST_F(CudaRuntimeTest, UploadAndDownloadRoundTrip) {
   EXPECT_EQ(received, sent);
 }
 
-TEST_F(CudaRuntimeTest, CopyUnitsPermutesRowsAndGatherReadsSpans) {
-  const size_t unit = 48, units = 5;  // 48 bytes: not a multiple of 16, the byte path
-  const std::vector<unsigned char> rows = pattern(unit * units);
-  auto src = runtime_->allocate(rows.size()), dst = runtime_->allocate(rows.size());
-  runtime_->upload(src->data(), rows.data(), rows.size());
-  const std::vector<int64_t> order = {3, 0, 4, 1, 2};
-  runtime_->copy_units(dst->data(), src->data(), unit, order);
-  std::vector<unsigned char> got(rows.size());
-  runtime_->download(got.data(), dst->data(), got.size());
-  for (size_t u = 0; u < units; ++u)
-    EXPECT_TRUE(
-        std::equal(got.begin() + u * unit, got.begin() + (u + 1) * unit, rows.begin() + order[u] * unit))
-        << "unit " << u;
+// The judge rebuilds a drawn element on the host (drawn_inputs.h): the device must draw exactly
+// the element the host formula names, for every element size, with runs and one by one.
+TEST_F(CudaRuntimeTest, DrawElementsTakesTheElementsTheHostFormulaNamesAndGatherReadsSpans) {
+  const std::vector<unsigned char> source = pattern(4096 + 8);
+  auto src = runtime_->allocate(source.size()), dst = runtime_->allocate(source.size());
+  runtime_->upload(src->data(), source.data(), source.size());
+  std::vector<unsigned char> got(source.size());
+  for (const size_t element : {1u, 2u, 4u, 8u})
+    for (const size_t source_count : {size_t{1}, size_t{3}, source.size() / element}) {
+      const size_t count = source.size() / element;
+      const uint64_t key = 0x1234567 + element * 31 + source_count;
+      runtime_->draw_elements(dst->data(), src->data(), element, count, source_count, key);
+      runtime_->download(got.data(), dst->data(), count * element);
+      const uint64_t run = draw_run_elements(element, source_count);
+      for (size_t i = 0; i < count; ++i) {
+        const uint64_t from = drawn_position(key, i, source_count, run);
+        ASSERT_LT(from, source_count);
+        ASSERT_TRUE(std::equal(got.begin() + i * element, got.begin() + (i + 1) * element,
+                               source.begin() + from * element))
+            << "element " << i << " of size " << element << " from " << source_count;
+      }
+    }
 
   const auto* base = static_cast<const std::byte*>(dst->data());
   auto gather = runtime_->prepare_gather({{base + 1, 2}, {base + 100, 4}, {base + 239, 1}});

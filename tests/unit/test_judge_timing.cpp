@@ -41,9 +41,7 @@ class JudgeTiming : public ::testing::Test {
   TimingReport time_it(const JudgeCosts& before, const std::function<JudgeCosts()>& recalibrate) {
     launcher.load(build_module({kernel("good_reduce.cpp"), {}, Backend::Host, "", 300s}).module);
     const CheckContext ctx{*runtime, allocator, launcher, op, cases};
-    std::vector<std::shared_ptr<const PreparedCase>> pool{
-        prepare_case(op, {problem, DType::F32, std::string(kRandomCase), 77})};
-    TimedSlots slots(ctx, problem, std::move(pool), 4);
+    TimedSlots slots(ctx, problem, prepare_case(op, {problem, DType::F32, std::string(kRandomCase), 77}), 4);
     TimingOptions options;
     options.max_seconds = 0.2;
     return measure(slots, launcher, *runtime, before, options, recalibrate);

@@ -117,20 +117,10 @@ class CudaRuntime final : public Runtime {
     AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
-  void copy_units(void* device_dst, const void* device_src, size_t unit_bytes,
-                  const std::vector<int64_t>& order) override {
-    if (order.empty()) return;
-    // Kept between calls: a cudaFree per call would wait for the whole device each time.
-    const size_t bytes = order.size() * sizeof(int64_t);
-    if (!order_table_ || order_table_->size() < bytes) {
-      order_table_.reset();
-      order_table_.emplace(bytes);
-    }
-    AK_CUDA_CHECK(
-        cudaMemcpyAsync(order_table_->data(), order.data(), bytes, cudaMemcpyHostToDevice, stream_.get()));
-    AK_CUDA_CHECK(cuda::launch_copy_units(stream_.get(), device_dst, device_src, unit_bytes,
-                                          static_cast<const int64_t*>(order_table_->data()), order.size(),
-                                          info_.multiprocessors));
+  void draw_elements(void* device_dst, const void* device_src, size_t element_bytes, size_t count,
+                     size_t source_count, uint64_t key) override {
+    AK_CUDA_CHECK(cuda::launch_draw_elements(stream_.get(), device_dst, device_src, element_bytes, count,
+                                             source_count, key, info_.multiprocessors));
     AK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
@@ -223,7 +213,6 @@ class CudaRuntime final : public Runtime {
   Stream stream_;
   std::optional<FlushBuffers> flush_;
   std::optional<MappedHostMemory> compare_parts_;
-  std::optional<DeviceBuffer> order_table_;
 };
 
 std::string device_count_failure(cudaError_t status) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/mix.h"
 #include "runtime/cuda/device_kernels.h"
 
 namespace ak::cuda {
@@ -17,16 +18,6 @@ __device__ uint64_t global_time_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
-}
-
-__device__ uint64_t mix64(uint64_t x) {
-  // A splitmix64 finalizer: consecutive inputs give unrelated outputs.
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
 }
 
 __global__ void gate_kernel(GateFlags* flags, uint32_t generation, uint64_t timeout_ns) {
@@ -69,21 +60,14 @@ __global__ void fill_uniform_kernel(T* data, size_t count, uint64_t seed) {
   }
 }
 
-// One block per unit; 16-byte words when both ends and the unit allow it, else bytes.
-__global__ void copy_units_kernel(unsigned char* dst, const unsigned char* src, size_t unit_bytes,
-                                  const int64_t* order, size_t units) {
-  for (size_t u = blockIdx.x; u < units; u += gridDim.x) {
-    unsigned char* out = dst + u * unit_bytes;
-    const unsigned char* in = src + static_cast<size_t>(order[u]) * unit_bytes;
-    const bool wide =
-        (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) | unit_bytes) % 16 == 0;
-    if (wide) {
-      for (size_t i = threadIdx.x; i < unit_bytes / 16; i += blockDim.x)
-        reinterpret_cast<uint4*>(out)[i] = reinterpret_cast<const uint4*>(in)[i];
-    } else {
-      for (size_t i = threadIdx.x; i < unit_bytes; i += blockDim.x) out[i] = in[i];
-    }
-  }
+// dst[i] <- src[drawn_position(key, i, ...)], one element per thread: a run of `run` elements
+// is one aligned piece of the source, so neighbouring threads read neighbouring bytes.
+template <typename T>
+__global__ void draw_elements_kernel(T* dst, const T* src, size_t count, size_t source_count, uint64_t run,
+                                     uint64_t key) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    dst[i] = src[drawn_position(key, i, source_count, run)];
 }
 
 __global__ void gather_kernel(const GatherSpan* spans, size_t count, unsigned char* out) {
@@ -139,13 +123,25 @@ cudaError_t launch_fill_uniform(cudaStream_t stream, void* data, size_t count, H
   return cudaGetLastError();
 }
 
-cudaError_t launch_copy_units(cudaStream_t stream, void* dst, const void* src, size_t unit_bytes,
-                              const int64_t* order, size_t units, int multiprocessors) {
-  if (units == 0 || unit_bytes == 0) return cudaSuccess;
-  const unsigned grid =
-      static_cast<unsigned>(std::min<size_t>(units, static_cast<size_t>(multiprocessors) * 16));
-  copy_units_kernel<<<std::max(grid, 1u), kThreads, 0, stream>>>(
-      static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), unit_bytes, order, units);
+template <typename T>
+void draw_typed(cudaStream_t stream, void* dst, const void* src, size_t count, size_t source_count,
+                uint64_t key, int multiprocessors) {
+  draw_elements_kernel<<<grid_for(count, multiprocessors), kThreads, 0, stream>>>(
+      static_cast<T*>(dst), static_cast<const T*>(src), count, source_count,
+      draw_run_elements(sizeof(T), source_count), key);
+}
+
+cudaError_t launch_draw_elements(cudaStream_t stream, void* dst, const void* src, size_t element_bytes,
+                                 size_t count, size_t source_count, uint64_t key, int multiprocessors) {
+  if (count == 0) return cudaSuccess;
+  if (source_count == 0) return cudaErrorInvalidValue;
+  switch (element_bytes) {
+    case 1: draw_typed<uint8_t>(stream, dst, src, count, source_count, key, multiprocessors); break;
+    case 2: draw_typed<uint16_t>(stream, dst, src, count, source_count, key, multiprocessors); break;
+    case 4: draw_typed<uint32_t>(stream, dst, src, count, source_count, key, multiprocessors); break;
+    case 8: draw_typed<uint64_t>(stream, dst, src, count, source_count, key, multiprocessors); break;
+    default: return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -167,12 +163,16 @@ cudaError_t preload_kernels(std::initializer_list<const void*> kernels) {
 }
 
 cudaError_t preload_device_kernels() {
-  return preload_kernels(
-      {reinterpret_cast<const void*>(&gate_kernel), reinterpret_cast<const void*>(&cache_flush_kernel),
-       reinterpret_cast<const void*>(&fill_words_kernel),
-       reinterpret_cast<const void*>(&fill_uniform_kernel<__half>),
-       reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>),
-       reinterpret_cast<const void*>(&copy_units_kernel), reinterpret_cast<const void*>(&gather_kernel)});
+  return preload_kernels({reinterpret_cast<const void*>(&gate_kernel),
+                          reinterpret_cast<const void*>(&cache_flush_kernel),
+                          reinterpret_cast<const void*>(&fill_words_kernel),
+                          reinterpret_cast<const void*>(&fill_uniform_kernel<__half>),
+                          reinterpret_cast<const void*>(&fill_uniform_kernel<__nv_bfloat16>),
+                          reinterpret_cast<const void*>(&draw_elements_kernel<uint8_t>),
+                          reinterpret_cast<const void*>(&draw_elements_kernel<uint16_t>),
+                          reinterpret_cast<const void*>(&draw_elements_kernel<uint32_t>),
+                          reinterpret_cast<const void*>(&draw_elements_kernel<uint64_t>),
+                          reinterpret_cast<const void*>(&gather_kernel)});
 }
 
 }  // namespace ak::cuda

@@ -36,9 +36,10 @@ enum class HalfKind { F16, BF16 };
 cudaError_t launch_fill_uniform(cudaStream_t stream, void* data, size_t count, HalfKind kind, uint64_t seed,
                                 int multiprocessors);
 
-// Copies unit i of dst from unit order[i] of src (`order` in device memory, `units` entries).
-cudaError_t launch_copy_units(cudaStream_t stream, void* dst, const void* src, size_t unit_bytes,
-                              const int64_t* order, size_t units, int multiprocessors);
+// dst[i] <- src[drawn_position(key, i, source_count, run)] for i < count (core/mix.h), elements of
+// `element_bytes` (1, 2, 4 or 8) bytes.
+cudaError_t launch_draw_elements(cudaStream_t stream, void* dst, const void* src, size_t element_bytes,
+                                 size_t count, size_t source_count, uint64_t key, int multiprocessors);
 
 // One span a gather reads: `length` (at most 16) bytes at `address`, to `out_offset` of the output.
 struct GatherSpan {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mix.h"
 #include "core/parallel.h"
 #include "core/paths.h"
 #include "runtime/host/host_ceilings.h"
@@ -147,12 +148,19 @@ class HostRuntime final : public Runtime {
   }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
 
-  void copy_units(void* dst, const void* src, size_t unit_bytes, const std::vector<int64_t>& order) override {
+  void draw_elements(void* dst, const void* src, size_t element_bytes, size_t count, size_t source_count,
+                     uint64_t key) override {
+    if (count == 0) return;
+    if (source_count == 0 || element_bytes == 0 || element_bytes > 8)
+      throw Error(ErrorKind::Internal, "draw_elements: no source or an element size it does not draw");
     auto* out = static_cast<std::byte*>(dst);
     const auto* in = static_cast<const std::byte*>(src);
-    parallel_for(static_cast<int64_t>(order.size()), [&](int64_t b, int64_t e) {
+    const uint64_t run = draw_run_elements(element_bytes, source_count);
+    parallel_for(static_cast<int64_t>(count), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
-        std::memcpy(out + i * unit_bytes, in + order[static_cast<size_t>(i)] * unit_bytes, unit_bytes);
+        std::memcpy(out + static_cast<size_t>(i) * element_bytes,
+                    in + drawn_position(key, static_cast<uint64_t>(i), source_count, run) * element_bytes,
+                    element_bytes);
     });
   }
 

@@ -1,0 +1,55 @@
+// The timed slots' inputs, new at every launch (timed_slots.h). Every element of an input that
+// splits into units (Op::units) is drawn from the same input of a source set, in runs of 16
+// bytes, from where a secret key hashes it (core/mix.h); shared inputs (weights, tables) are the
+// source's own. A unit's contents are then new at every launch: no output row a kernel kept from
+// an earlier call, under any key it likes, belongs to them, so it can only compute. The values
+// keep the source's distribution (normal values stay normal, class labels stay labels), and the
+// judge rebuilds any unit on the host to compute its reference.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/op.h"
+#include "harness/device_case.h"
+#include "harness/prepared_case.h"
+
+namespace ak {
+
+// Some units of one drawing whose outputs the judge wants.
+struct UnitRequest {
+  uint64_t key = 0;
+  std::vector<int64_t> units;  // distinct
+  std::vector<int64_t> rows;   // the output rows Op::reference must compute; empty: all
+  // Per output: the element ranges (first, count) wanted, in order; none for a shared output
+  // unless every unit is drawn.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges;
+};
+
+class DrawnInputs {
+ public:
+  DrawnInputs(const Op& op, const Problem& problem, std::shared_ptr<const PreparedCase> source);
+
+  const PreparedCase& source() const { return *source_; }
+  const UnitLayout& units() const { return units_; }
+
+  // Writes input `index` of drawing `key` to `destination` (device memory) from the source's
+  // device copy.
+  void fill(Runtime& runtime, const DeviceCase& source, size_t index, void* destination, uint64_t key) const;
+
+  // Per request, per output: the float64 reference of its ranges, concatenated. Requests whose
+  // units overlap are computed in separate rounds.
+  std::vector<std::vector<std::vector<double>>> reference(const std::vector<UnitRequest>& requests) const;
+
+ private:
+  void draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t unit) const;
+
+  const Op& op_;
+  Problem problem_;
+  std::shared_ptr<const PreparedCase> source_;
+  UnitLayout units_;
+};
+
+}  // namespace ak
