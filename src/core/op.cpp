@@ -19,6 +19,12 @@ Tolerance Op::tolerance(DType dtype) const {
   return default_tolerance(dtype);
 }
 
+Problem Op::units_problem(const Problem& problem, int64_t count) const {
+  Problem part = problem;
+  part.dims.at(0) = count;
+  return part;
+}
+
 void Op::validate(const Problem& problem) const {
   const auto names = dim_names();
   auto usage = [&](const std::string& what) {

@@ -103,6 +103,10 @@ class Op {
   virtual bool row_sampling() const { return false; }
 
   virtual UnitLayout units(const Problem& problem) const = 0;
+  // The problem of `count` units of `problem` side by side: units() of it has `count` units of
+  // the same elements, and its shared tensors are `problem`'s (the judge computes the reference of
+  // a few units of a timed drawing on it). By default the first dimension is the units' count.
+  virtual Problem units_problem(const Problem& problem, int64_t count) const;
 
   virtual double flops(const Problem& problem) const = 0;
   // The fewest bytes a kernel must move: each input read once, each output written once.

@@ -1,6 +1,7 @@
 #include "harness/drawn_inputs.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -64,58 +65,106 @@ void DrawnInputs::fill(Runtime& runtime, const DeviceCase& source, size_t index,
     runtime.copy(destination, source.inputs.at(index)->data(), spec.bytes());
 }
 
-void DrawnInputs::draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t unit) const {
+int64_t DrawnInputs::rows_per_unit() const {
+  const int64_t elements = units_.outputs.front(), row_len = source_->signature.outputs.front().row_length();
+  return elements > 0 && elements % row_len == 0 ? elements / row_len : 0;
+}
+
+// Unit `unit` of drawing `key` into position `position` of the sub-problem's inputs: element e
+// of the unit is element unit * elements + e of the full drawing.
+void DrawnInputs::draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t unit, int64_t position) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int64_t elements = units_.inputs[i];
     if (elements <= 0) continue;
-    const TensorSpec& spec = inputs[i].spec;
+    const TensorSpec& spec = source_->signature.inputs[i];
     const auto count = static_cast<uint64_t>(spec.numel());
     const uint64_t run = draw_run_elements(size_of(spec.dtype), count), k = input_key(key, i);
     const std::byte* bytes = source_->input_bytes[i].data();
-    for (int64_t e = unit * elements; e < (unit + 1) * elements; ++e)
-      inputs[i].data[static_cast<size_t>(e)] =
-          load_as_double(bytes, spec.dtype, drawn_position(k, static_cast<uint64_t>(e), count, run));
+    double* out = inputs[i].data.data() + position * elements;
+    for (int64_t e = 0; e < elements; ++e)
+      out[e] = load_as_double(bytes, spec.dtype,
+                              drawn_position(k, static_cast<uint64_t>(unit * elements + e), count, run));
   }
 }
 
 std::vector<std::vector<std::vector<double>>> DrawnInputs::reference(
     const std::vector<UnitRequest>& requests) const {
   std::vector<std::vector<std::vector<double>>> results(requests.size());
-  if (requests.empty()) return results;
   const Signature& sig = source_->signature;
-  std::vector<Values> inputs, outputs;
+  std::vector<std::vector<double>> shared(sig.inputs.size());
   for (size_t i = 0; i < sig.inputs.size(); ++i)
-    inputs.push_back({sig.inputs[i], units_.inputs[i] > 0
-                                         ? std::vector<double>(static_cast<size_t>(sig.inputs[i].numel()))
-                                         : decode_all(sig.inputs[i], source_->input_bytes[i])});
-  for (const auto& spec : sig.outputs)
-    outputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()), 0.0)});
+    if (units_.inputs[i] <= 0 && !requests.empty())
+      shared[i] = decode_all(sig.inputs[i], source_->input_bytes[i]);
+  for (const std::vector<size_t>& round : rounds_of(requests))
+    compute_round(requests, round, shared, results);
+  return results;
+}
 
-  for (const std::vector<size_t>& round : rounds_of(requests)) {
-    std::vector<std::pair<uint64_t, int64_t>> drawn;  // (key, unit)
-    bool all_rows = false;
-    std::set<int64_t> rows;
-    for (size_t r : round) {
-      for (int64_t u : requests[r].units) drawn.emplace_back(requests[r].key, u);
-      all_rows = all_rows || requests[r].rows.empty();
-      rows.insert(requests[r].rows.begin(), requests[r].rows.end());
+// One round on the problem of just its units, in ascending order (all of them: the problem
+// itself): the judge's memory holds a few units, not the whole problem in float64.
+void DrawnInputs::compute_round(const std::vector<UnitRequest>& requests, const std::vector<size_t>& round,
+                                std::vector<std::vector<double>>& shared,
+                                std::vector<std::vector<std::vector<double>>>& results) const {
+  std::map<int64_t, std::pair<uint64_t, int64_t>> placed;  // unit -> (key, position)
+  for (size_t r : round)
+    for (int64_t u : requests[r].units) placed[u] = {requests[r].key, 0};
+  int64_t next = 0;
+  for (auto& entry : placed) entry.second.second = next++;
+  const Problem part = op_.units_problem(problem_, next);
+  const Signature sig = op_.signature(part, source_->signature.inputs.front().dtype);
+  std::vector<Values> inputs, outputs;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const int64_t expected =
+        units_.inputs[i] > 0 ? next * units_.inputs[i] : source_->signature.inputs[i].numel();
+    if (sig.inputs[i].numel() != expected)
+      throw Error(ErrorKind::Internal, std::string(op_.name()) + ": units_problem does not hold its units");
+    inputs.push_back({sig.inputs[i], {}});
+    if (units_.inputs[i] > 0)
+      inputs[i].data.resize(static_cast<size_t>(expected));
+    else
+      inputs[i].data.swap(shared[i]);  // given back below
+  }
+  std::vector<std::pair<int64_t, std::pair<uint64_t, int64_t>>> drawn(placed.begin(), placed.end());
+  parallel_for(static_cast<int64_t>(drawn.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t d = begin; d < end; ++d) {
+      const auto& [unit, where] = drawn[static_cast<size_t>(d)];
+      draw_unit(inputs, where.first, unit, where.second);
     }
-    parallel_for(static_cast<int64_t>(drawn.size()), [&](int64_t begin, int64_t end) {
-      for (int64_t d = begin; d < end; ++d)
-        draw_unit(inputs, drawn[static_cast<size_t>(d)].first, drawn[static_cast<size_t>(d)].second);
-    });
-    op_.reference(problem_, inputs, outputs,
-                  all_rows ? std::vector<int64_t>{} : std::vector<int64_t>(rows.begin(), rows.end()));
-    for (size_t r : round) {
-      auto& result = results[r];
-      result.resize(outputs.size());
-      for (size_t j = 0; j < outputs.size() && j < requests[r].ranges.size(); ++j)
-        for (const auto& [first, count] : requests[r].ranges[j])
-          result[j].insert(result[j].end(), outputs[j].data.begin() + first,
-                           outputs[j].data.begin() + first + count);
+  });
+  for (const auto& spec : sig.outputs)
+    outputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()))});
+
+  const int64_t per_unit = rows_per_unit();
+  bool all_rows = per_unit == 0;
+  std::set<int64_t> rows;
+  for (size_t r : round) {
+    all_rows = all_rows || requests[r].rows.empty();
+    for (int64_t row : per_unit > 0 ? requests[r].rows : std::vector<int64_t>{})
+      rows.insert(placed.at(row / per_unit).second * per_unit + row % per_unit);
+  }
+  op_.reference(part, inputs, outputs,
+                all_rows ? std::vector<int64_t>{} : std::vector<int64_t>(rows.begin(), rows.end()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (units_.inputs[i] <= 0) inputs[i].data.swap(shared[i]);
+
+  for (size_t r : round) {
+    auto& result = results[r];
+    result.resize(outputs.size());
+    for (size_t j = 0; j < outputs.size() && j < requests[r].ranges.size(); ++j) {
+      const int64_t elements = units_.outputs[j];
+      for (auto [first, count] : requests[r].ranges[j]) {
+        while (count > 0) {  // unit by unit (a shared output is asked for only with every unit)
+          const int64_t offset = elements > 0 ? first % elements : first;
+          const int64_t take = elements > 0 ? std::min(count, elements - offset) : count;
+          const int64_t at = elements > 0 ? placed.at(first / elements).second * elements + offset : first;
+          const auto begin = outputs[j].data.begin() + at;
+          result[j].insert(result[j].end(), begin, begin + take);
+          first += take;
+          count -= take;
+        }
+      }
     }
   }
-  return results;
 }
 
 }  // namespace ak

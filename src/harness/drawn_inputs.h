@@ -34,6 +34,9 @@ class DrawnInputs {
 
   const PreparedCase& source() const { return *source_; }
   const UnitLayout& units() const { return units_; }
+  // The rows of output 0 (as Op::reference counts them) in one unit, when a unit holds whole
+  // rows; 0 when a row spans several units (a per-row loss of [M] is one row).
+  int64_t rows_per_unit() const;
 
   // Writes input `index` of drawing `key` to `destination` (device memory) from the source's
   // device copy.
@@ -44,7 +47,10 @@ class DrawnInputs {
   std::vector<std::vector<std::vector<double>>> reference(const std::vector<UnitRequest>& requests) const;
 
  private:
-  void draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t unit) const;
+  void draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t unit, int64_t position) const;
+  void compute_round(const std::vector<UnitRequest>& requests, const std::vector<size_t>& round,
+                     std::vector<std::vector<double>>& shared,
+                     std::vector<std::vector<std::vector<double>>>& results) const;
 
   const Op& op_;
   Problem problem_;

