@@ -42,7 +42,13 @@ void add_row_ranges(const Signature& sig, const UnitLayout& units, const std::ve
   for (size_t j = 0; j < sig.outputs.size(); ++j) {
     if (units.outputs[j] <= 0) continue;
     const int64_t row_len = sig.outputs[j].row_length();
-    for (int64_t r : rows) request.ranges[j].emplace_back(r * row_len, row_len);
+    auto& ranges = request.ranges[j];
+    for (int64_t r : rows) {  // consecutive rows in one range: one read each
+      if (!ranges.empty() && ranges.back().first + ranges.back().second == r * row_len)
+        ranges.back().second += row_len;
+      else
+        ranges.emplace_back(r * row_len, row_len);
+    }
   }
 }
 

@@ -161,8 +161,12 @@ class HostRuntime final : public Runtime {
     parallel_for(runs, [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         const uint64_t first = static_cast<uint64_t>(q) * run, n = std::min<uint64_t>(run, count - first);
-        std::memcpy(out + first * element_bytes,
-                    in + drawn_position(key, first, source_count, run) * element_bytes, n * element_bytes);
+        std::byte* to = out + first * element_bytes;
+        const std::byte* from = in + drawn_position(key, first, source_count, run) * element_bytes;
+        if (n * element_bytes == kDrawRunBytes)
+          std::memcpy(to, from, kDrawRunBytes);  // a fixed size: inlined, not a call per run
+        else
+          std::memcpy(to, from, n * element_bytes);
       }
     });
   }
