@@ -49,8 +49,13 @@ std::vector<std::vector<size_t>> rounds_of(const std::vector<UnitRequest>& reque
 
 }  // namespace
 
-DrawnInputs::DrawnInputs(const Op& op, const Problem& problem, std::shared_ptr<const PreparedCase> source)
-    : op_(op), problem_(problem), source_(std::move(source)), units_(op.units(problem)) {
+DrawnInputs::DrawnInputs(const Op& op, const Problem& problem, std::shared_ptr<const PreparedCase> source,
+                         int64_t chunk_elements)
+    : op_(op),
+      problem_(problem),
+      source_(std::move(source)),
+      units_(op.units(problem)),
+      chunk_elements_(chunk_elements) {
   if (!source_) throw Error(ErrorKind::Internal, "DrawnInputs: no source set");
 }
 
@@ -68,6 +73,13 @@ void DrawnInputs::fill(Runtime& runtime, const DeviceCase& source, size_t index,
 int64_t DrawnInputs::rows_per_unit() const {
   const int64_t elements = units_.outputs.front(), row_len = source_->signature.outputs.front().row_length();
   return elements > 0 && elements % row_len == 0 ? elements / row_len : 0;
+}
+
+int64_t DrawnInputs::unit_elements() const {
+  int64_t elements = 0;
+  for (const auto* group : {&units_.inputs, &units_.outputs})
+    for (int64_t e : *group) elements += std::max<int64_t>(e, 0);
+  return std::max<int64_t>(elements, 1);
 }
 
 // Unit `unit` of drawing `key` into position `position` of the sub-problem's inputs: element e
@@ -100,70 +112,112 @@ std::vector<std::vector<std::vector<double>>> DrawnInputs::reference(
   return results;
 }
 
-// One round on the problem of just its units, in ascending order (all of them: the problem
-// itself): the judge's memory holds a few units, not the whole problem in float64.
+namespace {
+
+// Where a piece of a unit's output goes: request, output, offset in the unit, length, and
+// position in that request's result.
+struct Piece {
+  size_t request, output;
+  int64_t offset, take, at;
+};
+
+}  // namespace
+
+// One round on problems of just its units, in ascending order and in chunks of at most
+// chunk_elements_ (all units: the problem itself, chunk by chunk): the judge's memory holds a
+// few units in float64, not the whole problem. A shared output is a mean over units
+// (UnitLayout), so the chunks' means weighted by their units give it.
 void DrawnInputs::compute_round(const std::vector<UnitRequest>& requests, const std::vector<size_t>& round,
                                 std::vector<std::vector<double>>& shared,
                                 std::vector<std::vector<std::vector<double>>>& results) const {
-  std::map<int64_t, std::pair<uint64_t, int64_t>> placed;  // unit -> (key, position)
-  for (size_t r : round)
-    for (int64_t u : requests[r].units) placed[u] = {requests[r].key, 0};
-  int64_t next = 0;
-  for (auto& entry : placed) entry.second.second = next++;
-  const Problem part = op_.units_problem(problem_, next);
-  const Signature sig = op_.signature(part, source_->signature.inputs.front().dtype);
-  std::vector<Values> inputs, outputs;
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    const int64_t expected =
-        units_.inputs[i] > 0 ? next * units_.inputs[i] : source_->signature.inputs[i].numel();
-    if (sig.inputs[i].numel() != expected)
-      throw Error(ErrorKind::Internal, std::string(op_.name()) + ": units_problem does not hold its units");
-    inputs.push_back({sig.inputs[i], {}});
-    if (units_.inputs[i] > 0)
-      inputs[i].data.resize(static_cast<size_t>(expected));
-    else
-      inputs[i].data.swap(shared[i]);  // given back below
-  }
-  std::vector<std::pair<int64_t, std::pair<uint64_t, int64_t>>> drawn(placed.begin(), placed.end());
-  parallel_for(static_cast<int64_t>(drawn.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t d = begin; d < end; ++d) {
-      const auto& [unit, where] = drawn[static_cast<size_t>(d)];
-      draw_unit(inputs, where.first, unit, where.second);
-    }
-  });
-  for (const auto& spec : sig.outputs)
-    outputs.push_back({spec, std::vector<double>(static_cast<size_t>(spec.numel()))});
-
+  const Signature& full = source_->signature;
   const int64_t per_unit = rows_per_unit();
+  std::map<int64_t, uint64_t> keyed;                // unit -> its drawing's key
+  std::map<int64_t, std::vector<int64_t>> rows_of;  // unit -> rows asked, within the unit
+  std::map<int64_t, std::vector<Piece>> pieces_of;  // unit -> where its outputs go
+  std::vector<Piece> shared_pieces;
   bool all_rows = per_unit == 0;
-  std::set<int64_t> rows;
   for (size_t r : round) {
-    all_rows = all_rows || requests[r].rows.empty();
-    for (int64_t row : per_unit > 0 ? requests[r].rows : std::vector<int64_t>{})
-      rows.insert(placed.at(row / per_unit).second * per_unit + row % per_unit);
-  }
-  op_.reference(part, inputs, outputs,
-                all_rows ? std::vector<int64_t>{} : std::vector<int64_t>(rows.begin(), rows.end()));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (units_.inputs[i] <= 0) inputs[i].data.swap(shared[i]);
-
-  for (size_t r : round) {
-    auto& result = results[r];
-    result.resize(outputs.size());
-    for (size_t j = 0; j < outputs.size() && j < requests[r].ranges.size(); ++j) {
+    const UnitRequest& request = requests[r];
+    for (int64_t u : request.units) keyed[u] = request.key;
+    all_rows = all_rows || request.rows.empty();
+    if (per_unit > 0)
+      for (int64_t row : request.rows) rows_of[row / per_unit].push_back(row % per_unit);
+    results[r].assign(full.outputs.size(), {});
+    for (size_t j = 0; j < full.outputs.size() && j < request.ranges.size(); ++j) {
       const int64_t elements = units_.outputs[j];
-      for (auto [first, count] : requests[r].ranges[j]) {
-        while (count > 0) {  // unit by unit (a shared output is asked for only with every unit)
-          const int64_t offset = elements > 0 ? first % elements : first;
-          const int64_t take = elements > 0 ? std::min(count, elements - offset) : count;
-          const int64_t at = elements > 0 ? placed.at(first / elements).second * elements + offset : first;
-          const auto begin = outputs[j].data.begin() + at;
-          result[j].insert(result[j].end(), begin, begin + take);
+      auto& result = results[r][j];
+      for (auto [first, count] : request.ranges[j]) {
+        if (elements <= 0) {  // asked for only with every unit
+          shared_pieces.push_back({r, j, first, count, static_cast<int64_t>(result.size())});
+          result.resize(result.size() + static_cast<size_t>(count));
+          continue;
+        }
+        while (count > 0) {
+          const int64_t offset = first % elements, take = std::min(count, elements - offset);
+          pieces_of[first / elements].push_back({r, j, offset, take, static_cast<int64_t>(result.size())});
+          result.resize(result.size() + static_cast<size_t>(take));
           first += take;
           count -= take;
         }
       }
     }
+  }
+  const std::vector<std::pair<int64_t, uint64_t>> drawn(keyed.begin(), keyed.end());
+  const auto total = static_cast<int64_t>(drawn.size());
+  const int64_t chunk = std::max<int64_t>(1, chunk_elements_ / unit_elements());
+  std::vector<std::vector<double>> means(full.outputs.size());
+  std::vector<std::vector<double>> unit_buffers(full.inputs.size()), output_buffers(full.outputs.size());
+  for (int64_t begin = 0; begin < total; begin += chunk) {
+    const int64_t n = std::min(chunk, total - begin);
+    const Problem part = op_.units_problem(problem_, n);
+    const Signature sig = op_.signature(part, full.inputs.front().dtype);
+    std::vector<Values> inputs, outputs;
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const int64_t expected = units_.inputs[i] > 0 ? n * units_.inputs[i] : full.inputs[i].numel();
+      if (sig.inputs[i].numel() != expected)
+        throw Error(ErrorKind::Internal, std::string(op_.name()) + ": units_problem does not hold its units");
+      std::vector<double>& buffer = units_.inputs[i] > 0 ? unit_buffers[i] : shared[i];
+      buffer.resize(static_cast<size_t>(expected));
+      inputs.push_back({sig.inputs[i], std::move(buffer)});
+    }
+    parallel_for(n, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p)
+        draw_unit(inputs, drawn[static_cast<size_t>(begin + p)].second,
+                  drawn[static_cast<size_t>(begin + p)].first, p);
+    });
+    for (size_t j = 0; j < sig.outputs.size(); ++j) {
+      output_buffers[j].resize(static_cast<size_t>(sig.outputs[j].numel()));
+      outputs.push_back({sig.outputs[j], std::move(output_buffers[j])});
+    }
+    std::vector<int64_t> rows;
+    if (!all_rows)
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t row : rows_of[drawn[static_cast<size_t>(begin + p)].first])
+          rows.push_back(p * per_unit + row);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    op_.reference(part, inputs, outputs, rows);
+
+    for (int64_t p = 0; p < n; ++p)
+      for (const Piece& piece : pieces_of[drawn[static_cast<size_t>(begin + p)].first]) {
+        const auto from =
+            outputs[piece.output].data.begin() + p * units_.outputs[piece.output] + piece.offset;
+        std::copy(from, from + piece.take, results[piece.request][piece.output].begin() + piece.at);
+      }
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      if (units_.outputs[j] > 0) continue;
+      means[j].resize(outputs[j].data.size());
+      for (size_t e = 0; e < means[j].size(); ++e)
+        means[j][e] += outputs[j].data[e] * static_cast<double>(n) / static_cast<double>(total);
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      (units_.inputs[i] > 0 ? unit_buffers[i] : shared[i]) = std::move(inputs[i].data);
+    for (size_t j = 0; j < outputs.size(); ++j) output_buffers[j] = std::move(outputs[j].data);
+  }
+  for (const Piece& piece : shared_pieces) {
+    const auto from = means[piece.output].begin() + piece.offset;
+    std::copy(from, from + piece.take, results[piece.request][piece.output].begin() + piece.at);
   }
 }
 

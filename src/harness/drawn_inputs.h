@@ -30,13 +30,17 @@ struct UnitRequest {
 
 class DrawnInputs {
  public:
-  DrawnInputs(const Op& op, const Problem& problem, std::shared_ptr<const PreparedCase> source);
+  // `chunk_elements`: the most unit elements (inputs and outputs) computed at once in float64.
+  DrawnInputs(const Op& op, const Problem& problem, std::shared_ptr<const PreparedCase> source,
+              int64_t chunk_elements = int64_t{1} << 24);
 
   const PreparedCase& source() const { return *source_; }
   const UnitLayout& units() const { return units_; }
   // The rows of output 0 (as Op::reference counts them) in one unit, when a unit holds whole
   // rows; 0 when a row spans several units (a per-row loss of [M] is one row).
   int64_t rows_per_unit() const;
+  // Elements of one unit over every input and output that splits into units.
+  int64_t unit_elements() const;
 
   // Writes input `index` of drawing `key` to `destination` (device memory) from the source's
   // device copy.
@@ -56,6 +60,7 @@ class DrawnInputs {
   Problem problem_;
   std::shared_ptr<const PreparedCase> source_;
   UnitLayout units_;
+  int64_t chunk_elements_;
 };
 
 }  // namespace ak

@@ -61,6 +61,8 @@ TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
   const Signature& sig = drawn_.source().signature;
   tolerance_ = ctx.op.tolerance(sig.inputs.front().dtype);
   source_device_ = ctx.cases.get(source, /*with_reference=*/false);
+  checks_kept_ = static_cast<size_t>(
+      std::clamp<int64_t>(kCheckedElements / drawn_.unit_elements(), 8, static_cast<int64_t>(kCheckedUnits)));
   for (size_t s = 0; s < slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, sig);
@@ -174,7 +176,7 @@ void TimedSlots::choose_checks() {
           request.ranges[j].emplace_back(unit * elements, elements);
     } else {
       std::set<int64_t> rows;
-      if (ctx_.op.row_sampling() && per_unit > kRowsPerCheck) {
+      if (per_unit > kRowsPerCheck) {
         while (static_cast<int64_t>(rows.size()) < kRowsPerCheck)
           rows.insert(unit * per_unit + uniform(rng_, per_unit - 1));
       } else {
@@ -267,10 +269,10 @@ void TimedSlots::confirm_unchanged() {
                       " changed after the timed launches were reported done: work that ran "
                       "outside the timed interval");
     ++checks_seen_;
-    if (reservoir_.size() < kCheckedUnits) {
+    if (reservoir_.size() < checks_kept_) {
       reservoir_.push_back(std::move(check));
     } else if (const auto j = static_cast<size_t>(uniform(rng_, static_cast<int64_t>(checks_seen_) - 1));
-               j < kCheckedUnits) {
+               j < checks_kept_) {
       reservoir_[j] = std::move(check);
     }
   }
@@ -321,18 +323,23 @@ UnitRequest TimedSlots::whole_slot_request(uint64_t key) {
     for (const auto& spec : sig.outputs) request.ranges.push_back({{0, spec.numel()}});
     return request;
   }
-  std::set<int64_t> rows;
-  if (ctx_.op.row_sampling()) {
-    const int64_t n_rows = units.count * per_unit;
-    rows = {0, n_rows - 1};  // the edges are where tiles go wrong
-    while (static_cast<int64_t>(rows.size()) < std::min(n_rows, kVerifiedRows))
-      rows.insert(uniform(rng_, n_rows - 1));
-  } else {
-    std::set<int64_t> chosen = {0, units.count - 1};
-    while (static_cast<int64_t>(chosen.size()) < std::min(units.count, kVerifiedUnits))
-      chosen.insert(uniform(rng_, units.count - 1));
-    for (int64_t u : chosen)
+  // A few units (the first and the last among them: the edges are where tiles go wrong), and in
+  // each all its rows, or for an op that samples rows, a share of kVerifiedRows.
+  const int64_t wanted = std::min(
+      units.count, std::clamp<int64_t>(kVerifiedElements / drawn_.unit_elements(), 2, kVerifiedUnits));
+  std::set<int64_t> chosen = {0, units.count - 1}, rows;
+  while (static_cast<int64_t>(chosen.size()) < wanted) chosen.insert(uniform(rng_, units.count - 1));
+  const int64_t sampled = (kVerifiedRows + wanted - 1) / wanted;
+  for (int64_t u : chosen) {
+    if (!ctx_.op.row_sampling() || per_unit <= sampled) {
       for (int64_t r = 0; r < per_unit; ++r) rows.insert(u * per_unit + r);
+      continue;
+    }
+    std::set<int64_t> in_unit;
+    if (u == 0) in_unit.insert(0);
+    if (u == units.count - 1) in_unit.insert(per_unit - 1);
+    while (static_cast<int64_t>(in_unit.size()) < sampled) in_unit.insert(uniform(rng_, per_unit - 1));
+    for (int64_t r : in_unit) rows.insert(u * per_unit + r);
   }
   request.rows.assign(rows.begin(), rows.end());
   std::set<int64_t> drawn;

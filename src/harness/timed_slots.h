@@ -48,10 +48,14 @@ class TimedSlots {
  public:
   static constexpr int kSamplesPerOutput = 16;
   static constexpr size_t kChecksPerBatch = 2;   // launched slots whose units are read after a batch
-  static constexpr size_t kCheckedUnits = 128;   // units checked against the reference in all
+  static constexpr size_t kCheckedUnits = 128;   // units checked against the reference in all, at most
   static constexpr int64_t kRowsPerCheck = 2;    // rows of a large unit (an attention plane)
   static constexpr int64_t kVerifiedRows = 48;   // rows of the slot verified whole, when sampled
-  static constexpr int64_t kVerifiedUnits = 64;  // units, for ops that do not sample rows
+  static constexpr int64_t kVerifiedUnits = 64;  // its units, at most
+  // Elements of inputs and outputs (float64 on the judge's host) the kept checks, and apart the
+  // slot verified whole, may draw: fewer units of an op whose units are large (attention planes).
+  static constexpr int64_t kCheckedElements = int64_t{1} << 23;
+  static constexpr int64_t kVerifiedElements = int64_t{1} << 24;
 
   // Draws the slots' inputs from `source` (an input set of `problem`), uploaded to the judge's
   // own memory.
@@ -122,6 +126,7 @@ class TimedSlots {
   std::vector<UnitCheck> batch_checks_;  // this batch's, read by after_batch
   std::vector<UnitCheck> reservoir_;     // a uniform sample of every batch's checks
   size_t checks_seen_ = 0;
+  size_t checks_kept_ = 0;  // the reservoir's capacity
   int batches_ = 0;
   bool unconfirmed_ = false;  // a batch ran since the last confirmation
   std::mt19937_64 rng_;

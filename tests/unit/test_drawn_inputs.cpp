@@ -4,6 +4,7 @@
 // units of a drawing, rebuilt on the host, is the reference of the inputs on the device.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -79,6 +80,18 @@ TEST_P(DrawnInputsOfEveryOp, AUnitsReferenceIsThatOfTheInputsOnTheDevice) {
             << sig.outputs[j].name << "[" << e << "]";
   }
   EXPECT_GT(compared, 0u);
+
+  // Every unit and element, one unit at a time: a shared output (a mean over units) from the
+  // units' means.
+  const DrawnInputs one_by_one(op, problem, source, /*chunk_elements=*/1);
+  UnitRequest whole{key, {}, {}, {}};
+  for (int64_t u = 0; u < units.count; ++u) whole.units.push_back(u);
+  for (const auto& spec : sig.outputs) whole.ranges.push_back({{0, spec.numel()}});
+  const auto all = one_by_one.reference({whole}).at(0);
+  for (size_t j = 0; j < sig.outputs.size(); ++j)
+    for (size_t e = 0; e < outputs[j].data.size(); ++e)
+      ASSERT_NEAR(all[j].at(e), outputs[j].data[e], 1e-12 * (1 + std::fabs(outputs[j].data[e])))
+          << sig.outputs[j].name << "[" << e << "]";
 
   // A drawn input is the source's values rearranged, not the source: nothing to remember.
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
