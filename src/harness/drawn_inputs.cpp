@@ -93,9 +93,12 @@ void DrawnInputs::draw_unit(std::vector<Values>& inputs, uint64_t key, int64_t u
     const uint64_t run = draw_run_elements(size_of(spec.dtype), count), k = input_key(key, i);
     const std::byte* bytes = source_->input_bytes[i].data();
     double* out = inputs[i].data.data() + position * elements;
-    for (int64_t e = 0; e < elements; ++e)
-      out[e] = load_as_double(bytes, spec.dtype,
-                              drawn_position(k, static_cast<uint64_t>(unit * elements + e), count, run));
+    uint64_t run_start = 0;  // of the run the last element was in: one hash per run
+    for (int64_t e = 0; e < elements; ++e) {
+      const auto index = static_cast<uint64_t>(unit * elements + e);
+      if (e == 0 || index % run == 0) run_start = drawn_position(k, index - index % run, count, run);
+      out[e] = load_as_double(bytes, spec.dtype, run_start + index % run);
+    }
   }
 }
 
