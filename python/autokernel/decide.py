@@ -134,10 +134,10 @@ class Bench:
         first, self._next_seed = self._next_seed, self._next_seed + count
         return [draw(first + i) for i in range(count)]
 
-    def estimate(self, mode):
-        """Seconds one more measurement in `mode` will take: its compilations (two where it has
-        kernels: the model with them, and PyTorch alone again for the paired calls; PyTorch alone's
-        own measurement, with one, is overestimated) and its runs. A mode
+    def estimate(self, mode, kernels=()):
+        """Seconds one more measurement in `mode` will take: its compilations (two with `kernels`:
+        the model with them, and PyTorch alone again for the paired calls; one for PyTorch alone)
+        and its runs. A mode
         compiled before: as long as its last compilation (Inductor's caches make a recompile of the
         same graph quick). A mode not compiled yet: as the slowest compilation so far (30 s before
         any), and max-autotune ten times that: it benchmarks every GEMM's choices (on the H100,
@@ -149,15 +149,21 @@ class Bench:
             compile_s = self.compile_s[mode]
         else:
             compile_s = max(self.compile_s_ever, default=30.0) * (10 if "max-autotune" in mode else 1)
-        return 2 * compile_s + 2.0
+        return (2 if kernels else 1) * compile_s + 2.0
 
     def compiled(self, mode, seconds):
         self.compile_s[mode] = seconds
         self.compile_s_ever.append(seconds)
 
-    def affordable(self, mode):
+    def affordable(self, mode, kernels=()):
         budget = self.settings.budget_s
-        return not self.spent and (budget <= 0 or self.elapsed() + self.estimate(mode) <= budget)
+        return not self.spent and (budget <= 0 or self.elapsed() + self.estimate(mode, kernels) <= budget)
+
+    def unaffordable(self, mode, kernels=()):
+        """Why a measurement in `mode` is not started: its estimate against what is left."""
+        left = max(0.0, self.settings.budget_s - self.elapsed())
+        return (f"skipped: estimated at ~{self.estimate(mode, kernels):.0f} s with {left:.0f} s left of the "
+                f"budget ({self.settings.budget_s:.0f} s)")
 
     def measure(self, mode, kernels=(), traced_only=False):
         """The model in `mode` with `kernels` applied (none: PyTorch alone; traced_only: PyTorch's
@@ -167,10 +173,10 @@ class Bench:
                                "PyTorch from the traced graph" if traced_only else "PyTorch alone")
         budget = f" of {self.settings.budget_s:.0f}" if self.settings.budget_s > 0 else ""
         self.progress(f"[{self.elapsed():.0f}{budget} s] timing {label}"
-                      + (f" (compiling first, ~{self.estimate(mode):.0f} s)" if mode != "eager" else ""))
+                      + (f" (compiling first, ~{self.estimate(mode, kernels):.0f} s)" if mode != "eager" else ""))
         # A measurement that overruns its estimate threefold prints every thread's stack (and goes
         # on): a stuck compile or kernel then says where it is, not just that time ran out.
-        faulthandler.dump_traceback_later(max(60.0, 3 * self.estimate(mode)), file=sys.stderr)
+        faulthandler.dump_traceback_later(max(60.0, 3 * self.estimate(mode, kernels)), file=sys.stderr)
         began = time.perf_counter()
         try:
             try:
@@ -335,9 +341,9 @@ def decide(bench, mode, candidates, base):
     why = {}
     if not candidates:
         return [], why, base
-    if not bench.affordable(mode):
+    if not bench.affordable(mode, candidates):
         for name in candidates:
-            why[name] = (False, f"not timed in {mode}: the budget ran out first")
+            why[name] = (False, f"not timed in {mode}: {bench.unaffordable(mode, candidates)}")
         return [], why, base
     every = bench.measure(mode, candidates)
     served = {site.kernel for site in every.sites}
@@ -376,7 +382,7 @@ def _eliminate(bench, mode, candidates, every, base, why):
     if len(candidates) < 2:
         return kept, current
     for name in candidates:
-        if not bench.affordable(mode):
+        if not bench.affordable(mode, kept):
             why[name] = (True, "kept untested: the budget ran out")
             continue
         rest = [k for k in kept if k != name]
@@ -399,7 +405,7 @@ def _select(bench, mode, candidates, every, base, why):
     if the model with all of them is the fastest set measured, else the fastest one alone."""
     winners = []
     for name in candidates:
-        if not bench.affordable(mode):
+        if not bench.affordable(mode, [name]):
             why[name] = (False, "not timed alone: the budget ran out")
             continue
         alone = every if len(candidates) == 1 else bench.measure(mode, [name])
@@ -413,7 +419,7 @@ def _select(bench, mode, candidates, every, base, why):
         return [], base
     names = [name for _, name in winners]
     sets = [(m, [name]) for m, name in winners] + [(every, list(candidates))]
-    if len(winners) > 1 and len(winners) < len(candidates) and bench.affordable(mode):
+    if len(winners) > 1 and len(winners) < len(candidates) and bench.affordable(mode, names):
         sets.append((bench.measure(mode, names), names))
     timed = [(m, kernels) for m, kernels in sets if m.us is not None]
     fastest, kept = min(timed, key=lambda pair: pair[0].us)

@@ -114,7 +114,7 @@ def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
     for mode in ["eager"] + modes:
         if mode != "eager" and not bench.affordable(mode):
             rows.append({"mode": mode, "torch_us": None, "ours_us": None, "kernels": [],
-                         "note": f"skipped: the budget ({bench.settings.budget_s:.0f} s) ran out"})
+                         "note": bench.unaffordable(mode)})
             continue
         base = bench.measure(mode)
         if mode == "eager" or mode in decide_modes:
@@ -123,7 +123,7 @@ def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
                 plugged = kept
         else:
             kept = plugged
-            ours = bench.measure(mode, kept) if kept and bench.affordable(mode) else base
+            ours = bench.measure(mode, kept) if kept and bench.affordable(mode, kept) else base
         if mode != "eager" and kept and ours is not base and ours.us is not None and base.us is not None:
             kept, ours = _confirmed(bench, mode, kept, base, ours, decisions.get(mode))
             if mode == decide_mode:
@@ -167,7 +167,7 @@ def _confirmed(bench, mode, kept, base, ours, why):
     again, with them as the reason, when they do not show it faster. Where the mode was decided
     (`why`, its decisions; else None), the set won as the fastest of several readings, which
     flatters it, so it is timed once more in fresh calls first, as far as the budget allows."""
-    if why is not None and bench.affordable(mode):
+    if why is not None and bench.affordable(mode, kept):
         again = bench.measure(mode, kept)
         if again.us is not None:
             ours = again

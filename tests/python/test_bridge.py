@@ -111,16 +111,24 @@ class VerifyBudget(unittest.TestCase):
         from autokernel.verify import Settings
 
         bench = Bench(loaded=None, settings=Settings(warmup=1, iterations=1, budget_s=100), progress=print)
-        # a compiled measurement compiles twice: with the kernels, and PyTorch alone for its rounds
-        self.assertEqual(bench.estimate("default"), 62.0)  # nothing compiled yet
+        # with kernels a measurement compiles twice (with them, and PyTorch alone for its rounds);
+        # PyTorch alone's own measurement once
+        kernels = ["rmsnorm_4096x768_fp16"]
+        self.assertEqual(bench.estimate("default", kernels), 62.0)  # nothing compiled yet
+        self.assertEqual(bench.estimate("default"), 32.0)
         self.assertEqual(bench.estimate("eager"), 2.0)
         bench.compiled("default", 13.0)  # the first compilation
         bench.compiled("default", 2.0)  # a recompilation, from Inductor's caches
-        self.assertEqual(bench.estimate("default"), 6.0)
-        self.assertEqual(bench.estimate("reduce-overhead"), 28.0)
-        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs"), 262.0)
-        self.assertTrue(bench.affordable("reduce-overhead"))
+        self.assertEqual(bench.estimate("default", kernels), 6.0)
+        self.assertEqual(bench.estimate("reduce-overhead", kernels), 28.0)
+        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs", kernels), 262.0)
+        self.assertEqual(bench.estimate("max-autotune-no-cudagraphs"), 132.0)
+        self.assertTrue(bench.affordable("reduce-overhead", kernels))
+        self.assertFalse(bench.affordable("max-autotune-no-cudagraphs", kernels))
         self.assertFalse(bench.affordable("max-autotune-no-cudagraphs"))
+        # what a skipped mode's row says: the estimate and what was left
+        self.assertIn("estimated at ~132 s with", bench.unaffordable("max-autotune-no-cudagraphs"))
+        self.assertIn("of the budget (100 s)", bench.unaffordable("max-autotune-no-cudagraphs"))
 
     def test_the_budget_counts_from_when_verify_started(self):
         import time
@@ -133,7 +141,7 @@ class VerifyBudget(unittest.TestCase):
                       started=time.time() - 50)
         self.assertGreaterEqual(bench.elapsed(), 50)
         self.assertTrue(bench.affordable("eager"))
-        self.assertFalse(bench.affordable("default"))  # 62 s estimated, 10 s left
+        self.assertFalse(bench.affordable("default"))  # 32 s estimated, 10 s left
 
     def test_a_measurement_running_when_the_budget_ends_is_stopped(self):
         """A compile can run minutes past its estimate; the measurement in flight at the budget's end
@@ -196,7 +204,7 @@ class Decide(unittest.TestCase):
             self.settings = Settings(warmup=1, iterations=1, budget_s=0)
             self.checked = []
 
-        def affordable(self, mode):
+        def affordable(self, mode, kernels=()):
             return True
 
         def measure(self, mode, kernels=()):
