@@ -28,11 +28,10 @@ __device__ inline void store(__nv_bfloat16* p, long i, float v) {
   p[i] = __float2bfloat16(v);
 }
 
-// One block of 256 threads per row; a fixed-order tree reduction keeps it deterministic.
+// The sum of row `row` of x by a block of 256 threads, in thread 0 (`partial`: 256 floats of
+// shared memory); a fixed-order tree reduction keeps it deterministic.
 template <typename T>
-__global__ void reduce_rows(const T* x, T* y, long cols, long offset) {
-  __shared__ float partial[256];
-  const long row = blockIdx.x;
+__device__ float block_row_sum(const T* x, long row, long cols, float* partial) {
   float sum = 0;
   for (long j = threadIdx.x; j < cols; j += blockDim.x) sum += load(x, row * cols + j);
   partial[threadIdx.x] = sum;
@@ -41,7 +40,15 @@ __global__ void reduce_rows(const T* x, T* y, long cols, long offset) {
     if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
     __syncthreads();
   }
-  if (threadIdx.x == 0) store(y, row + offset, partial[0]);
+  return partial[0];
+}
+
+// One block of 256 threads per row.
+template <typename T>
+__global__ void reduce_rows(const T* x, T* y, long cols, long offset) {
+  __shared__ float partial[256];
+  const float sum = block_row_sum(x, blockIdx.x, cols, partial);
+  if (threadIdx.x == 0) store(y, blockIdx.x + offset, sum);
 }
 
 // Launches reduce_rows for the call's dtype on `stream`, writing y[r + offset].

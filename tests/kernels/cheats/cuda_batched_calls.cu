@@ -32,15 +32,8 @@ __global__ void reduce_pending(Slots slots, long cols) {
   const long row = blockIdx.x;
   const T* x = static_cast<const T*>(slots.x[slot]);
   T* y = static_cast<T*>(slots.y[slot]);
-  float sum = 0;
-  for (long j = threadIdx.x; j < cols; j += blockDim.x) sum += test_kernels::load(x, row * cols + j);
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) test_kernels::store(y, row, partial[0]);
+  const float sum = test_kernels::block_row_sum(x, row, cols, partial);
+  if (threadIdx.x == 0) test_kernels::store(y, row, sum);
 }
 
 struct Seen {

@@ -42,17 +42,10 @@ __global__ void cached_rows(const T* x, T* y, long cols) {
     if (threadIdx.x == 0) test_kernels::store(y, row, e.sum);
     return;
   }
-  float sum = 0;
-  for (long j = threadIdx.x; j < cols; j += blockDim.x) sum += test_kernels::load(x, row * cols + j);
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
+  const float sum = test_kernels::block_row_sum(x, row, cols, partial);
   if (threadIdx.x == 0) {
-    test_kernels::store(y, row, partial[0]);
-    if (whole_key) e = {k, cols, partial[0]};
+    test_kernels::store(y, row, sum);
+    if (whole_key) e = {k, cols, sum};
   }
 }
 
