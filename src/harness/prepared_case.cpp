@@ -37,15 +37,10 @@ void keep_compared(PreparedCase& prepared, const Values& out) {
   const int64_t row_len = out.spec.row_length();
   const std::vector<int64_t>& rows = prepared.rows;
   const int64_t compared = rows.empty() ? out.spec.numel() : static_cast<int64_t>(rows.size()) * row_len;
-  LargeVector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(compared));
-  double sum_sq = 0;
-  for (int64_t k = 0; k < compared; ++k) {
+  add_compared(prepared, compared, [&](int64_t k) {
     const int64_t i = rows.empty() ? k : rows[static_cast<size_t>(k / row_len)] * row_len + k % row_len;
-    const double ref = out.data[static_cast<size_t>(i)];
-    kept[static_cast<size_t>(k)] = static_cast<float>(ref);
-    sum_sq += ref * ref;
-  }
-  prepared.reference_rms.push_back(compared ? std::sqrt(sum_sq / static_cast<double>(compared)) : 0.0);
+    return out.data[static_cast<size_t>(i)];
+  });
 }
 
 std::shared_ptr<const PreparedCase> build(const Op& op, const CaseSpec& set) {

@@ -2,6 +2,7 @@
 // for the life of the worker process (the determinism stage and the timing check reuse them).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,20 @@ struct PreparedCase {
   // Where element `index` of output `output` sits in its reference; -1 when it is not compared.
   int64_t reference_position(size_t output, int64_t index) const;
 };
+
+// Appends one output's compared elements to `prepared`'s reference (element k is value(k), k <
+// count), as float, and their rms.
+template <class Value>
+void add_compared(PreparedCase& prepared, int64_t count, Value value) {
+  LargeVector<float>& kept = prepared.reference.emplace_back(static_cast<size_t>(count));
+  double sum_sq = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const double ref = value(k);
+    kept[static_cast<size_t>(k)] = static_cast<float>(ref);
+    sum_sq += ref * ref;
+  }
+  prepared.reference_rms.push_back(count ? std::sqrt(sum_sq / static_cast<double>(count)) : 0.0);
+}
 
 // References above this many FLOPs are row-sampled when the op allows it.
 inline constexpr double kFullReferenceFlops = 4e9;

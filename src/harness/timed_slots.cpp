@@ -61,8 +61,8 @@ TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
   const Signature& sig = drawn_.source().signature;
   tolerance_ = ctx.op.tolerance(sig.inputs.front().dtype);
   source_device_ = ctx.cases.get(source, /*with_reference=*/false);
-  checks_kept_ = static_cast<size_t>(
-      std::clamp<int64_t>(kCheckedElements / drawn_.unit_elements(), 8, static_cast<int64_t>(kCheckedUnits)));
+  checks_kept_ = static_cast<size_t>(std::clamp<int64_t>(
+      kCheckedElements / drawn_.unit_elements(), kLeastCheckedUnits, static_cast<int64_t>(kCheckedUnits)));
   for (size_t s = 0; s < slots; ++s) {
     auto slot = std::make_unique<Slot>();
     slot->args = std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, sig);
@@ -74,10 +74,15 @@ TimedSlots::TimedSlots(const CheckContext& ctx, const Problem& problem,
 
 TimedSlots::~TimedSlots() = default;
 
-size_t TimedSlots::pick_slot() {
+std::vector<size_t> TimedSlots::launched_slots() const {
   std::vector<size_t> launched;
   for (size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s]->launched) launched.push_back(s);
+  return launched;
+}
+
+size_t TimedSlots::pick_slot() {
+  const std::vector<size_t> launched = launched_slots();
   return launched.at(static_cast<size_t>(uniform(rng_, static_cast<int64_t>(launched.size()) - 1)));
 }
 
@@ -150,20 +155,16 @@ void TimedSlots::choose_samples() {
     gather_ = ctx_.runtime.prepare_gather(spans);
 }
 
-// One unit of each of two launched slots: its rows (two of a large unit of an op that samples
-// rows), for every output that splits into units.
+// One unit of every launched slot: its rows (two of a unit of many rows), for every output that
+// splits into units.
 void TimedSlots::choose_checks() {
   batch_checks_.clear();
-  std::vector<size_t> launched;
-  for (size_t s = 0; s < slots_.size(); ++s)
-    if (slots_[s]->launched) launched.push_back(s);
-  std::shuffle(launched.begin(), launched.end(), rng_);
   const Signature& sig = drawn_.source().signature;
   const UnitLayout& units = drawn_.units();
   const int64_t per_unit = drawn_.rows_per_unit();
-  for (size_t c = 0; c < std::min(kChecksPerBatch, launched.size()); ++c) {
+  for (size_t slot : launched_slots()) {
     UnitCheck check;
-    check.slot = launched[c];
+    check.slot = slot;
     check.batch = batches_;
     UnitRequest& request = check.request;
     request.key = slots_[check.slot]->key;
@@ -367,16 +368,9 @@ CheckOutcome TimedSlots::check_outputs(const Slot& slot, const UnitRequest& requ
   auto prepared = std::make_shared<PreparedCase>();
   prepared->signature = drawn_.source().signature;
   prepared->rows = request.rows;
-  for (const std::vector<double>& values : expected) {
-    LargeVector<float>& kept = prepared->reference.emplace_back(values.size());
-    double sum_sq = 0;
-    for (size_t k = 0; k < values.size(); ++k) {
-      kept[k] = static_cast<float>(values[k]);
-      sum_sq += values[k] * values[k];
-    }
-    prepared->reference_rms.push_back(
-        values.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(values.size())));
-  }
+  for (const std::vector<double>& values : expected)
+    add_compared(*prepared, static_cast<int64_t>(values.size()),
+                 [&](int64_t k) { return values[static_cast<size_t>(k)]; });
   const auto device = ctx_.cases.get(prepared);
   CheckOutcome outcome;
   for (size_t j = 0; j < slot.args->outputs.size(); ++j) {

@@ -8,8 +8,10 @@
 // What the judge reads, at positions and in slots the kernel cannot predict:
 // - inside its clock: samples of every slot, until those of the launched slots are all written
 //   and finite (and those of the others still poisoned);
-// - off the clock, right after: whole units of two launched slots, kept for checking against
-//   their reference after the timed runs (a reservoir, so the checks spread over all batches);
+// - off the clock, right after: one unit of every launched slot (two rows of a large unit), kept
+//   for checking against its reference after the timed runs (a reservoir of them spread over
+//   all batches: a kernel wrong in a fraction f of its launches escapes it with (1 - f)^256, or
+//   ^32 for units as large as an attention plane);
 // - before the next refill: the same samples and units again, which must not have changed (work
 //   still running after the launches were reported done);
 // - after the timed runs: one launched slot of the last batch whole.
@@ -47,14 +49,14 @@ struct SampleReading {
 class TimedSlots {
  public:
   static constexpr int kSamplesPerOutput = 16;
-  static constexpr size_t kChecksPerBatch = 2;   // launched slots whose units are read after a batch
-  static constexpr size_t kCheckedUnits = 128;   // units checked against the reference in all, at most
+  static constexpr size_t kCheckedUnits = 256;   // units checked against the reference in all, at most
   static constexpr int64_t kRowsPerCheck = 2;    // rows of a large unit (an attention plane)
   static constexpr int64_t kVerifiedRows = 48;   // rows of the slot verified whole, when sampled
   static constexpr int64_t kVerifiedUnits = 64;  // its units, at most
   // Elements of inputs and outputs (float64 on the judge's host) the kept checks, and apart the
   // slot verified whole, may draw: fewer units of an op whose units are large (attention planes).
-  static constexpr int64_t kCheckedElements = int64_t{1} << 23;
+  static constexpr int64_t kCheckedElements = int64_t{1} << 26;
+  static constexpr int64_t kLeastCheckedUnits = 32;
   static constexpr int64_t kVerifiedElements = int64_t{1} << 24;
 
   // Draws the slots' inputs from `source` (an input set of `problem`), uploaded to the judge's
@@ -103,6 +105,7 @@ class TimedSlots {
     int batch = 0;
     std::vector<std::vector<std::byte>> read;  // per output, the ranges' bytes after the batch
   };
+  std::vector<size_t> launched_slots() const;
   void choose_batch();
   void choose_samples();
   void choose_checks();
