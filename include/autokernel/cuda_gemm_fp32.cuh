@@ -17,22 +17,20 @@
 // Split-K: each path can cut K into contiguous chunks, one per blockIdx.y. That fills the device
 // when the output alone gives too few blocks, and bounds the fp32 chain behind each output (a
 // single thread summing K = 1M products drifts by ~2e-4 relative). The splits write partial sums
-// to a workspace taken with cudaMallocAsync on the call's stream, and sum_splits adds them in
-// split order 0, 1, 2, ...: no atomics, repeated runs are bitwise equal. choose_splits picks the
-// count, or takes the caller's (SPLIT_K), within kMaxSplits and kMaxWorkspaceBytes; one split
-// writes C directly and allocates nothing.
+// to a workspace and sum_splits adds them in split order (cuda_gemm_splits.cuh, shared with the
+// wgmma path). choose_splits picks the count, or takes the caller's (SPLIT_K), within kMaxSplits
+// and kMaxWorkspaceBytes; one split writes C directly and allocates nothing.
 #pragma once
 
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_splits.cuh"
 
 namespace ak_gemm {
 namespace fp32 {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-constexpr int64_t kMaxSplits = 1024;
-constexpr int64_t kMaxWorkspaceBytes = int64_t{256} << 20;
 
 // Where a kernel's sums go: C itself with one split, else split blockIdx.y's slice of the
 // workspace.
@@ -329,62 +327,15 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- Splits -------------------------------------------------------------------------------------
 
-// c[row, col] = sum over s of ws[s * slice + row * ldw + col], s in increasing order.
-__global__ void __launch_bounds__(kThreads)
-    sum_splits(const float* ws, int splits, int64_t slice, int64_t ldw, int m, int n, float* c, int64_t ldc) {
-  const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (e >= static_cast<int64_t>(m) * n) return;
-  const int64_t row = e / n, col = e % n;
-  const float* p = ws + row * ldw + col;
-  float sum = p[0];
-  for (int s = 1; s < splits; ++s) sum += p[s * slice];
-  c[row * ldc + col] = sum;
-}
-
-struct Splits {
-  int count, chunk;  // chunk: K elements per split, a multiple of the path's granule
-};
-
-// `blocks`: blocks of one split; `target`: blocks worth launching to fill the device; `min_k`:
-// the fewest K elements that pay for a split's partial sums; `max_chain`: the most K elements one
-// split sums (accuracy; overrides min_k); `slice`: workspace floats per split; `forced`: the
-// caller's count, 0 to choose.
-inline Splits choose_splits(int k, int64_t blocks, int64_t target, int min_k, int max_chain, int granule,
-                            int64_t slice, int forced) {
-  int64_t count = forced;
-  if (forced <= 0) {
-    // Whole waves only: a partial last wave costs as much as a full one.
-    const int64_t fill =
-        std::min<int64_t>(blocks * 2 <= target ? target / blocks : 1, std::max(1, k / min_k));
-    count = std::max<int64_t>(fill, (k + int64_t{max_chain} - 1) / max_chain);
-  }
-  count = std::min(count, kMaxSplits);
-  count = std::min(count,
-                   std::max<int64_t>(1, kMaxWorkspaceBytes / (slice * static_cast<int64_t>(sizeof(float)))));
-  const int64_t per = (k + count - 1) / count;
-  const int64_t chunk = (per + granule - 1) / granule * granule;
-  return {static_cast<int>((k + chunk - 1) / chunk), static_cast<int>(chunk)};
-}
-
 // Runs launch(out) into C directly with one split; otherwise into a stream-ordered workspace of
-// splits x slice floats (rows of ldw) that sum_splits then folds into C.
+// splits x slice floats (rows of ldw) that sum_splits then folds into C (cuda_gemm_splits.cuh).
 template <class Launch>
 int run_splits(int splits, int64_t slice, int64_t ldw, int m, int n, float* c, int64_t ldc,
                cudaStream_t stream, Launch&& launch) {
   if (splits <= 1) return launch(Out{c, 0, ldc, ak_cuda::is_aligned16(c) && ldc % 4 == 0});
-  void* ws = nullptr;
-  if (!ak_cuda::alloc_workspace(&ws, static_cast<size_t>(splits) * slice * sizeof(float), stream))
-    return AK_ERR_LAUNCH;
-  float* w = static_cast<float*>(ws);
-  int rc = launch(Out{w, slice, ldw, ldw % 4 == 0 && slice % 4 == 0});
-  if (rc == AK_OK) {
-    const int64_t blocks = (static_cast<int64_t>(m) * n + kThreads - 1) / kThreads;
-    sum_splits<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(w, splits, slice, ldw, m, n, c, ldc);
-    rc = ak_cuda::check_launch();
-  }
-  // Stream-ordered: the memory returns to the pool only after sum_splits has read it.
-  const bool freed = ak_cuda::free_workspace(ws, stream);
-  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+  return with_split_workspace(splits, slice, ldw, m, n, c, ldc, stream, [&](float* w) {
+    return launch(Out{w, slice, ldw, ldw % 4 == 0 && slice % 4 == 0});
+  });
 }
 
 // C (row stride ldc) = A B for fp32 p; split_k > 0 forces that many K splits (SPLIT_K).

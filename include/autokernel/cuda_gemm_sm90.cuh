@@ -41,6 +41,7 @@
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_splits.cuh"
 #include "autokernel/cuda_sm90.cuh"
 
 namespace ak_gemm {
@@ -77,23 +78,48 @@ struct WgmmaTile {
       Stages * kStageBytes + (kStaged ? kStagingBytes : 0) + 2 * Stages * 8 + 1024;
 };
 
-struct WgmmaGrid {
+// The persistent grid's work: tiles_m x tiles_n output tiles, each cut along K into `splits`
+// runs of k_chunk k-tiles (the last shorter, none empty). Block b takes items b, b + gridDim.x,
+// ...; the splits of one tile are neighbouring items.
+struct WorkPlan {
   int tiles_m, tiles_n, k_tiles;
+  int splits = 1, k_chunk = k_tiles;
+  __host__ __device__ int items() const { return tiles_m * tiles_n * splits; }
+};
+
+struct WorkItem {
+  TileCoord tile;
+  int split, kt_begin, kt_end;
+};
+
+__device__ __forceinline__ WorkItem work_item(const WorkPlan& w, int item) {
+  const int split = item % w.splits, begin = split * w.k_chunk;
+  return {tile_of(item / w.splits, w.tiles_m, w.tiles_n), split, begin, min(begin + w.k_chunk, w.k_tiles)};
+}
+
+struct WgmmaGrid {
+  WorkPlan plan;
   int staged;  // 1: the epilogue stores through the staging tiles and map_c
+  // With splits > 1 (one B matrix only), split s's sums of the tile go to partials + s * slice,
+  // rows of ldw floats, m x n of them, for sum_splits to add.
+  float* partials;
+  int64_t slice, ldw;
+  int m, n;
 };
 
 // The producer's walk over a ring of Stages stages of stage_bytes each at smem (barriers at
-// bars, init_ring's layout): for each of the block's tiles and each of its k-tiles, waits for a
+// bars, init_ring's layout): for each of the block's items and each of its k-tiles, waits for a
 // free stage, arms its full barrier with the bytes to come and calls load(tile, kt, dst, full) to
 // issue the copies into it.
 template <int Stages, class Load>
-__device__ __forceinline__ void fill_ring(int tiles_m, int tiles_n, int k_tiles, uint32_t smem, uint32_t bars,
+__device__ __forceinline__ void fill_ring(const WorkPlan& plan, uint32_t smem, uint32_t bars,
                                           uint32_t stage_bytes, Load&& load) {
   int stage = 0;
   uint32_t phase = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < tiles_m * tiles_n; t += static_cast<int>(gridDim.x)) {
-    const TileCoord tile = tile_of(t, tiles_m, tiles_n);
-    for (int kt = 0; kt < k_tiles; ++kt) {
+  for (int item = static_cast<int>(blockIdx.x); item < plan.items(); item += static_cast<int>(gridDim.x)) {
+    const WorkItem w = work_item(plan, item);
+    const TileCoord tile = w.tile;
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       const uint32_t full = bars + stage * 8, empty = bars + (Stages + stage) * 8;
       mbar_wait(empty, phase ^ 1);  // a fresh barrier counts its previous phase as complete
       mbar_arrive_expect_tx(full, stage_bytes);
@@ -111,7 +137,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
                                         const CUtensorMap* map_b1, uint32_t smem, uint32_t bars,
                                         WgmmaGrid g) {
   using W = WgmmaTile<L, NB, BN, Stages>;
-  fill_ring<Stages>(g.tiles_m, g.tiles_n, g.k_tiles, smem, bars, W::kStageBytes,
+  fill_ring<Stages>(g.plan, smem, bars, W::kStageBytes,
                     [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
                       tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
 #pragma unroll
@@ -196,15 +222,16 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
   const uint32_t staging = smem + Stages * W::kStageBytes + consumer * (W::kStagingBytes / 2);
   int stage = 0;
   uint32_t phase = 0;
-  for (int t = static_cast<int>(blockIdx.x); t < g.tiles_m * g.tiles_n; t += static_cast<int>(gridDim.x)) {
-    const TileCoord tile = tile_of(t, g.tiles_m, g.tiles_n);
+  for (int item = static_cast<int>(blockIdx.x); item < g.plan.items(); item += static_cast<int>(gridDim.x)) {
+    const WorkItem w = work_item(g.plan, item);
+    const TileCoord tile = w.tile;
     float acc[NB][BN / 2];
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[nb][i] = 0.0f;
     int held = -1;  // the stage the last committed group still reads
-    for (int kt = 0; kt < g.k_tiles; ++kt) {
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(bars + stage * 8, phase);
       const uint32_t a = smem + stage * W::kStageBytes + consumer * 64 * 128;
       const uint32_t b0 = smem + stage * W::kStageBytes + W::kABytes;
@@ -237,6 +264,13 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) fence_register(acc[nb][i]);
 
+    if constexpr (NB == 1) {
+      if (g.plan.splits > 1) {
+        const StoreC<float> part{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true};
+        store_direct<NB, BN>(acc, tile, consumer, part);
+        continue;
+      }
+    }
     if constexpr (W::kStaged) {
       if (g.staged) {
         store_staged<T, NB, BN, Epi>(acc, tile, consumer, staging, map_c);
@@ -265,11 +299,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       [&](int consumer) { consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, consumer); });
 }
 
+// The fewest k-tiles a split runs: its pipeline fills and drains once, and its partial sums
+// cross memory twice.
+constexpr int kMinSplitKTiles = 4;
+
 // AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
 // Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
 // value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
+// split_k (one B matrix storing through StoreC only; others take 1): 1 runs each tile's K in one
+// block; 0 cuts K into splits where the tiles leave more than half the SMs idle (choose_splits,
+// whole waves, at least kMinSplitKTiles each); n > 1 takes n, fewer when K is short or the
+// workspace would pass kMaxWorkspaceBytes.
 template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, class Epi>
-int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream) {
+int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1) {
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   CUtensorMap maps[4];
   if (!make_tensor_map(&maps[0], p.a, p.m, p.k, p.lda, kBM)) return AK_ERR_UNSUPPORTED;
@@ -286,15 +328,35 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     staged = ak_cuda::is_aligned16(c.c) && c.ldc % 8 == 0 && c.ldc >= c.n &&
              make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64);
   }
-  const WgmmaGrid g{(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK, staged};
-  const int64_t tiles = static_cast<int64_t>(g.tiles_m) * g.tiles_n;
+  WgmmaGrid g{
+      {(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, staged, nullptr, 0, 0, p.m, p.n};
+  const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
   const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
   if (tiles > INT_MAX || sms <= 0) return AK_ERR_UNSUPPORTED;
   const auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Staged, Epi>;
   if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  const unsigned blocks = static_cast<unsigned>(tiles < sms ? tiles : sms);
-  kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], g, epi);
-  return ak_cuda::check_launch();
+  const auto run = [&](const WgmmaGrid& grid) {
+    const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
+    kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], grid, epi);
+    return ak_cuda::check_launch();
+  };
+  if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>) {
+    if (split_k != 1) {
+      const int64_t ldw = (static_cast<int64_t>(p.n) + 3) / 4 * 4, slice = ldw * p.m;
+      const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
+      if (s.count > 1 && tiles * s.count <= INT_MAX) {
+        g.plan.splits = s.count;
+        g.plan.k_chunk = s.chunk;
+        return with_split_workspace(s.count, slice, ldw, p.m, p.n, epi.c, epi.ldc, stream, [&](float* w) {
+          g.partials = w;
+          g.slice = slice;
+          g.ldw = ldw;
+          return run(g);
+        });
+      }
+    }
+  }
+  return run(g);
 }
 
 // 64, 192 or 256: the width whose 128-row tiles, rounded up to whole waves of one tile per SM,
@@ -317,13 +379,14 @@ inline int auto_tile_width(int m, int n) {
 }
 
 // One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4 or 256 with 3, each with
-// room for the TMA store's staging tiles beside its stages.
+// room for the TMA store's staging tiles beside its stages; split_k as launch_wgmma_gemm's.
 template <typename T, BLayout L, bool Staged, class Epi>
-int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream) {
+int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
+                                 int split_k = 1) {
   switch (auto_tile_width(p.m, p.n)) {
-    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged>(p, epi, stream);
-    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream);
-    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream);
+    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged>(p, epi, stream, split_k);
+    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream, split_k);
+    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream, split_k);
   }
 }
 

@@ -87,7 +87,7 @@ struct Grid {
 // 128 rows x 32 floats in the 128-byte swizzle, as TMA writes it.
 __device__ __forceinline__ void produce(const CUtensorMap* const (&maps)[4], uint32_t smem, uint32_t bars,
                                         Grid g) {
-  fill_ring<kStages>(g.tiles_m, g.tiles_n, g.k_tiles, smem, bars, kStageBytes,
+  fill_ring<kStages>(WorkPlan{g.tiles_m, g.tiles_n, g.k_tiles}, smem, bars, kStageBytes,
                      [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
                        for (int part = 0; part < 4; ++part)
                          tma_load(dst + part * kTileBytes, maps[part], kt * kKTile,

@@ -21,6 +21,11 @@
 //           BLOCK_N x 64 tiles brought in by TMA, STAGES deep, a producer warpgroup and two
 //           consumer warpgroups (include/autokernel/cuda_gemm_sm90.cuh). Other calls take the
 //           mma variants with their default tiles.
+//   wgmma, split-K
+//           the same where the output's tiles would leave more than half the SMs idle (decode:
+//           M = 1..128 against N of a few thousand): each tile's K cut into contiguous runs of
+//           at least 4 k-tiles, one per block, into a float workspace, then added in split order
+//           and rounded once (include/autokernel/cuda_gemm_splits.cuh).
 //   wgmma, TMA store
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
@@ -37,7 +42,9 @@
 //           B are 16-byte aligned, B contiguous and K a multiple of 4).
 //   vecmat  fp32, M == 1 (N > 1): memory-bound, a block per 128 columns of B (32 unaligned).
 // Blocks walk the tiles in groups of 8 tile rows so that a wave shares A and B in L2.
-// fp16/bf16 have no split-K: every output is one thread's fixed-order sum. fp32 splits K into
+// Split-K never uses atomics: a split's partial sums go to a workspace and a second kernel adds
+// them in split order, so repeated runs are bitwise equal. fp16/bf16 split on the wgmma path
+// only (above); the mma variants' every output is one thread's fixed-order sum. fp32 splits K into
 // contiguous chunks (blockIdx.y) when the output alone gives few blocks (simt: no more tiles
 // than SMs, split up to one wave of 2 blocks per SM; matvec, vecmat: at most 4 blocks per SM,
 // split up to 8), each split keeping at least 128 / 2048 / 64 elements of K (simt / matvec /
@@ -47,7 +54,7 @@
 // order. No atomics: repeated runs are bitwise equal.
 //
 // Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
-// all but SPLIT_K and TF32X3, fp16/bf16 ignore those two):
+// all but SPLIT_K and TF32X3, fp16/bf16 ignore TF32X3):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
 //                     needs fewer tile columns over whole waves, or 64 wide with 5 where those
@@ -61,12 +68,12 @@
 //   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
 //                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
 //                     registers
-//   SPLIT_K           fp32 only: 0 chooses the number of K splits per call (above); n > 0
-//                     takes n whatever the shape (fewer when K is too short to give each split
-//                     a 16-element tile, or the workspace would pass 256 MiB); 1: no split. Not
-//                     a @tune: fp16/bf16 searches would time it for nothing.
+//   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
+//                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
+//                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
+//                     the workspace would pass 256 MiB); 1: no split.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
-//                     Not a @tune either, for the same reason.
+//                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 0, 64, 128, 192, 256
@@ -76,6 +83,7 @@
 // @tune STAGES: 2, 3, 4, 5
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
+// @tune SPLIT_K: 0, 1, 2, 4
 // @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
@@ -87,6 +95,7 @@
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
+// @require SPLIT_K == 0 || WGMMA == 1
 #include <optional>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -167,9 +176,9 @@ template <typename T, BLayout L>
 int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr bool kStaged = TMA_STORE != 0;
   if constexpr (BLOCK_N == 0) {
-    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged>(p, store, stream, SPLIT_K);
   } else {
-    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged>(p, store, stream);
+    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged>(p, store, stream, SPLIT_K);
   }
 }
 
