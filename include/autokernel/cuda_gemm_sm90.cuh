@@ -20,6 +20,10 @@
 //            next tile at once; the next epilogue first waits until those stores have read the
 //            staging tile. TMA clips the edges, so any M and N work.
 //
+// Split-K (one B matrix, launch_wgmma_gemm's split_k): the grid's items are then (tile, run of
+// k-tiles) pairs, and each item's accumulators go from registers to its split's slice of a float
+// workspace, which sum_splits (cuda_gemm_splits.cuh) adds in split order and rounds into C.
+//
 // Shared-memory layouts, all in the 128-byte swizzle that TMA writes (16-byte chunk c of row r
 // of each 1024-byte group of 8 rows stored at chunk c ^ (r % 8)):
 //   A        K-major: 128 rows of 64 k (128 bytes); descriptor stride between 8-row groups
