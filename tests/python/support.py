@@ -135,16 +135,40 @@ class WithKernels(unittest.TestCase):
 
 
 def transformers_models():
-    """{name: (config class, model class, its own settings)} of transformers' real model classes,
-    and the small settings they share (2 layers, 64 wide: random weights, nothing fetched)."""
+    """{name: (config class, model class, settings, {op: sites})} of transformers' real model
+    classes in small configurations (2 layers, 64 wide, vocabulary 128: random weights, nothing
+    fetched), with the operator sites each has: per layer a norm before attention and one before
+    the MLP plus one at the end (BERT: one after the embeddings, two per layer, one in the masked-LM
+    head; Qwen3 also normalizes q and k per head), rotary on q and k, attention, SwiGLU only where
+    the MLP is silu(gate) * up (Phi-3's gate and up are one projection, chunked), the loss."""
     import transformers
 
     common = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                   num_attention_heads=4, max_position_embeddings=64, use_cache=False)
+    decoder = {"rmsnorm": 5, "rotary_embedding": 4, "flash_attention": 2, "cross_entropy": 1}
+    swiglu = {**decoder, "fused_mlp": 2}
     return {
-        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(num_key_value_heads=2)),
-        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, dict(num_key_value_heads=1)),
-        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, dict(num_key_value_heads=2)),
-        "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, dict(rotary_pct=0.25)),
-        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, dict(num_key_value_heads=1, head_dim=16)),
-    }, common
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, {**common, "num_key_value_heads": 2},
+                  swiglu),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, {**common, "num_key_value_heads": 1},
+                  swiglu),
+        "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM,
+                  {**common, "num_key_value_heads": 2, "head_dim": 16}, {**swiglu, "rmsnorm": 9}),
+        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM,
+                    {**common, "num_key_value_heads": 2}, swiglu),
+        "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
+                 {**common, "num_key_value_heads": 2, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2},
+                 swiglu),
+        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM,
+                  {**common, "num_key_value_heads": 1, "head_dim": 16}, decoder),
+        "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, {**common, "rotary_pct": 0.25},
+                     {**decoder, "rmsnorm": 0, "layernorm": 5}),
+        "gpt2": (transformers.GPT2Config, transformers.GPT2LMHeadModel,
+                 dict(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64, use_cache=False,
+                      bos_token_id=1, eos_token_id=2),
+                 {"layernorm": 5, "flash_attention": 2, "cross_entropy": 1}),
+        "bert": (transformers.BertConfig, transformers.BertForMaskedLM,
+                 dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, max_position_embeddings=64),
+                 {"layernorm": 6, "flash_attention": 2, "cross_entropy": 1}),
+    }

@@ -1,5 +1,5 @@
-"""autokernel.apply on transformers' own model classes (Llama, Qwen2, Mistral, GPT-NeoX, Gemma),
-built from small configurations with random weights, nothing fetched: as a user runs them, with
+"""autokernel.apply on transformers' own model classes (Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma,
+GPT-NeoX, GPT-2, BERT), built from small configurations with random weights, nothing fetched: as a user runs them, with
 labels (the loss is the model's cross entropy). With the host backend's kernels registered for
 exactly the problems each model has, every operator found is plugged, the logits and the loss
 are eager's, torch.compile(fullgraph=True) traces the applied model with no graph break and
@@ -15,17 +15,14 @@ import autokernel
 from autokernel.runtime import capture, rewrite
 from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
 
-# What each class has, with the shared small configuration (2 layers): per layer a norm before
-# attention and one before the MLP, and one at the end; rotary on q and k; SwiGLU only where
-# the MLP is gate * silu(up) (Gemma's is GeGLU, GPT-NeoX's a plain GELU MLP).
-NORM = {"gpt_neox": "layernorm"}
-SWIGLU = {"llama", "qwen2", "mistral"}
+# The operators whose calls are counted (support.transformers_models says how many sites each
+# class has; an operator it does not list has none).
+COUNTED = ("rmsnorm", "layernorm", "rotary_embedding", "flash_attention", "cross_entropy", "fused_mlp")
 
 
 def build_model(name, seed=0):
-    models, common = transformers_models()
-    config_class, model_class, extra = models[name]
-    config = config_class(**common, **extra)
+    config_class, model_class, settings, _ = transformers_models()[name]
+    config = config_class(**settings)
     config._attn_implementation = "sdpa"
     torch.manual_seed(seed)
     return model_class(config).eval()
@@ -75,7 +72,7 @@ class TransformersClasses(unittest.TestCase):
         self.assertLess(relative_error(expected.loss, got.loss), tolerance)
 
     def test_every_operator_runs_ours_with_eagers_outputs_eager_and_compiled(self):
-        for name in ("llama", "qwen2", "mistral", "gpt_neox", "gemma"):
+        for name, (*_, sites) in transformers_models().items():
             with self.subTest(name):
                 model, expected = self.applied(name)
                 report = autokernel.report(model)
@@ -84,11 +81,8 @@ class TransformersClasses(unittest.TestCase):
                     got = model(self.ids, labels=self.ids)
                 self.assert_same(expected, got)
                 calls = dict(TABLE.calls)
-                self.assertEqual(calls.get(f"host_{NORM.get(name, 'rmsnorm')}"), 5, calls)
-                self.assertEqual(calls.get("host_rotary_embedding"), 4, calls)
-                self.assertEqual(calls.get("host_flash_attention"), 2, calls)
-                self.assertEqual(calls.get("host_cross_entropy"), 1, calls)
-                self.assertEqual(calls.get("host_fused_mlp", 0), 2 if name in SWIGLU else 0, calls)
+                for op in COUNTED:
+                    self.assertEqual(calls.get(f"host_{op}", 0), sites.get(op, 0), (op, calls))
                 self.assertEqual(dict(TABLE.fallbacks), {})
 
                 explained = torch._dynamo.explain(model)(self.ids, labels=self.ids)
