@@ -7,7 +7,7 @@
 # (TUNE_STRATEGY, default model; TUNE_BUDGET, default 120s) from the defaults, unattended, and adds
 # each search's best configuration to the matmul columns.
 # MATMUL_EXTRA_SHAPES=1x4096x4096,... (FUSED_MLP_, FLASH_ATTENTION_) replaces the standard problems
-# added to the model shapes (matmul_shapes.py --extra-shapes).
+# added to the model shapes (matmul_shapes.py --extra-shapes); NO_MODEL_SHAPES=1 times those alone.
 # B_NK=1 holds every matmul's B as a Linear's [N, K] weight (problem b_nk=1), as models call it.
 #   OPS=matmul MATMUL_CONFIGS="TMA_STORE=0;TMA_STORE=1 STAGES=3" DTYPES=fp16,bf16 bash bench/gpu_matmul.sh
 set -uo pipefail
@@ -44,7 +44,7 @@ for op in ${OPS:-matmul fused_mlp}; do
   echo "== $op shapes"
   extra_var=$(echo "${op}_EXTRA_SHAPES" | tr a-z A-Z)
   python3 bench/matmul_shapes.py --ak build-gpu/autokernel --op "$op" --configs "${!configs_var}" ${B_NK:+--b-nk} \
-    ${!extra_var:+--extra-shapes "${!extra_var}"} --dtypes "${DTYPES:-fp16}" --json-out "$OUT/$op-shapes.json" >"$OUT/$op-shapes.md" 2>"$OUT/$op-shapes.log"
+    ${!extra_var:+--extra-shapes "${!extra_var}"} ${NO_MODEL_SHAPES:+--no-model-shapes} --dtypes "${DTYPES:-fp16}" --json-out "$OUT/$op-shapes.json" >"$OUT/$op-shapes.md" 2>"$OUT/$op-shapes.log"
   grep "^\[build\]" "$OUT/$op-shapes.log"
 done
 for op in ${OPS:-matmul fused_mlp}; do cat "$OUT/$op-shapes.md"; done

@@ -91,6 +91,7 @@ def main():
     p.add_argument("--dtypes", default="fp16")
     p.add_argument("--extra-shapes", default=None, help="default: the standard problems (EXTRA_SHAPES)")
     p.add_argument("--b-nk", action="store_true", help="matmul: every B held as a Linear's [N, K] weight")
+    p.add_argument("--no-model-shapes", action="store_true", help="only the --extra-shapes")
     p.add_argument("--json-out")
     a = p.parse_args()
     if not torch.cuda.is_available():
@@ -103,7 +104,7 @@ def main():
     for config, module, note in built:
         print(f"[build] {config or '(defaults)'}: {note}", file=sys.stderr, flush=True)
     extra = a.extra_shapes if a.extra_shapes is not None else EXTRA_SHAPES[a.op]
-    shapes = model_shapes(a.op) + [(s, "standard") for s in extra.split(",") if s]
+    shapes = ([] if a.no_model_shapes else model_shapes(a.op)) + [(s, "standard") for s in extra.split(",") if s]
     if a.op == "matmul" and a.b_nk:  # B as the models hold it: a Linear's weight
         shapes = [(s if "b_nk" in s else s + ":b_nk=1", where) for s, where in shapes]
     timer, rows = Timer(), []
