@@ -213,7 +213,9 @@ class Decide(unittest.TestCase):
             from autokernel.decide import Measurement
 
             self.measured.append(frozenset(kernels))
-            m = Measurement(mode, tuple(kernels), us=self.times[frozenset(kernels)])
+            us = self.times[frozenset(kernels)]  # or (ours, PyTorch alone beside it in the rounds)
+            us, paired = us if isinstance(us, tuple) else (us, None)
+            m = Measurement(mode, tuple(kernels), us=us, paired_base_us=paired)
             m.sites = [SimpleNamespace(kernel=k) for k in kernels]
             return m
 
@@ -271,6 +273,23 @@ class Decide(unittest.TestCase):
         self.assertEqual(final.us, 3500.0)
         self.assertFalse(why["c"][0])
         self.assertIn("faster alone, but the model takes 3500 µs (PyTorch 3669 µs) with b instead", why["c"][1])
+
+
+    def test_under_compile_sets_compare_by_their_time_over_pytorchs_in_their_own_rounds(self):
+        """The H100's call of the twentieth session: fused_mlp alone 6861 µs against PyTorch's 7507
+        beside it; every candidate 5929 against 6040, minutes later on a host-bound model. The
+        lower reading is not the better set."""
+        from autokernel.decide import Measurement, decide
+
+        f = frozenset
+        times = {f("abc"): (5929.0, 6040.0), f("a"): (6861.0, 7507.0), f("b"): (7777.0, 6938.0),
+                 f("c"): (6978.0, 6950.0)}
+        bench = self.ScriptedBench(times)
+        kept, why, final = decide(bench, "default", ["a", "b", "c"], Measurement("default", (), us=4695.0))
+        self.assertEqual(kept, ["a"])
+        self.assertEqual((final.us, final.paired_base_us), (6861.0, 7507.0))
+        self.assertIn("6861 µs (PyTorch 7507 µs)", why["a"][1])
+        self.assertFalse(why["b"][0] or why["c"][0])
 
 
 class CompiledRounds(unittest.TestCase):
