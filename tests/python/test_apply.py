@@ -67,11 +67,26 @@ class Apply(WithKernels):
             expected = tensors(self.model(*other))
         autokernel.apply(self.model, self.inputs)
         TABLE.reset_counts()
-        with torch.no_grad():
+        with torch.no_grad(), self.assertLogs("autokernel", logging.WARNING) as logged:
             got = tensors(self.model(*other))
         self.assertEqual(sum(TABLE.calls.values()), 0)
         for e, g in zip(expected, got, strict=True):
             self.assertTrue(torch.equal(e, g))
+        # Said once, with what differs: the user's calls unlike the traced one get no kernel.
+        self.assertEqual(len(logged.output), 1, logged.output)
+        self.assertIn("where the traced call had a [2, 16] int64 tensor", logged.output[0])
+        self.assertIn("without our kernels", logged.output[0])
+        with torch.no_grad(), self.assertNoLogs("autokernel", logging.WARNING):
+            self.model(*other)
+            self.model(*self.inputs)
+        # Nor while torch.compile traces such a call: a warning there would break its graph.
+        autokernel.apply(self.model, self.inputs)
+        torch._dynamo.reset()
+        with torch.no_grad(), self.assertNoLogs("autokernel", logging.WARNING):
+            compiled = tensors(torch.compile(self.model, backend="aot_eager", fullgraph=True)(*other))
+        torch._dynamo.reset()
+        for e, g in zip(expected, compiled, strict=True):
+            self.assertLess(relative_error(e, g), 1e-5)
 
 
 class Inductor(unittest.TestCase):

@@ -68,12 +68,24 @@ class _Dispatch:
     def __init__(self, module, captures, original):
         self.module, self.captures, self.original = module, captures, original
         self.calls = [_FlatCall(c) for c in captures]
+        self.warned = False
 
     def __call__(self, *args, **kwargs):
         for c, call in zip(self.captures, self.calls):
             if c.accepts(args, kwargs, self.module.training):
                 return call(args, kwargs)
+        if not self.warned and not torch.compiler.is_compiling():
+            self._warn(args, kwargs)
         return self.original(*args, **kwargs)
+
+    def _warn(self, args, kwargs):
+        """Once per module: its calls unlike the traced one run without our kernels, and why. (Not
+        while torch.compile traces the call: a warning there would break its graph.)"""
+        self.warned = True
+        why = self.captures[0].difference(args, kwargs, self.module.training)
+        log.warning("%s: %s was called with %s; calls like it run the module's own forward, without our "
+                    "kernels (apply() traces the model for the calls it is given)", NAMESPACE,
+                    self.captures[0].path or type(self.module).__name__, why)
 
 
 class _FlatCall:

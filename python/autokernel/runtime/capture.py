@@ -56,6 +56,35 @@ class Capture:
         spec, leaves = signature(args, kwargs)
         return spec == self.spec and leaves == self.leaves
 
+    def difference(self, args, kwargs, training):
+        """How a call `accepts` refused differs from the traced one, in a few words."""
+        mode = {True: "training", False: "eval"}
+        if training != self.training:
+            return f"the module in {mode[training]} mode, traced in {mode[self.training]} mode"
+        spec, leaves = signature(args, kwargs)
+        if spec != self.spec:
+            return "other arguments than the traced call's (" + _arguments(spec) + " where it had " + \
+                _arguments(self.spec) + ")"
+        for i, (got, traced) in enumerate(zip(leaves, self.leaves)):
+            if got != traced:
+                return f"argument {i}: {_describe(got)} where the traced call had {_describe(traced)}"
+        return "a call unlike the traced one"
+
+
+def _arguments(spec):
+    """'2 positional, attention_mask, labels' of a call's pytree spec."""
+    args, kwargs = spec.children_specs if spec.num_children == 2 else (None, None)
+    positional = args.num_children if args is not None else 0
+    names = list(kwargs.context) if kwargs is not None and kwargs.context else []
+    return ", ".join([f"{positional} positional"] + names)
+
+
+def _describe(leaf):
+    if leaf[0] == "tensor":
+        _, shape, dtype, device = leaf
+        return f"a {list(shape)} {str(dtype).removeprefix('torch.')} tensor on {device}"
+    return f"the value {leaf[1]!r}"
+
 
 @contextlib.contextmanager
 def _quiet():
