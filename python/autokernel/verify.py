@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from . import loading
-from .decide import MARGIN, Bench, clone_output, decide
+from .decide import MARGIN, Bench, clone_output, decide, earlier_winners_first
 from .loading import BridgeError
 from .replay import replay_timing
 from .runtime import apply as applying
@@ -118,7 +118,7 @@ def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
             continue
         base = bench.measure(mode)
         if mode == "eager" or mode in decide_modes:
-            kept, decisions[mode], ours = decide(bench, mode, candidates, base)
+            kept, decisions[mode], ours = decide(bench, mode, earlier_winners_first(candidates, decisions), base)
             if mode == decide_mode:
                 plugged = kept
         else:

@@ -292,6 +292,18 @@ class Decide(unittest.TestCase):
         self.assertFalse(why["b"][0] or why["c"][0])
 
 
+    def test_a_later_compiled_mode_times_the_earlier_ones_winners_first(self):
+        from autokernel.decide import earlier_winners_first
+
+        decisions = {"eager": {"a": (True, "the model takes less with it"), "d": (True, "")},
+                     "default": {"a": (False, "alone, the model takes 7777 µs (PyTorch 6938 µs): not faster"),
+                                 "b": (True, "alone, the model takes 3740 µs (PyTorch 4083 µs)"),
+                                 "c": (False, "faster alone, but the model takes 3500 µs with b instead"),
+                                 "d": (False, "not timed alone: the budget ran out")}}
+        self.assertEqual(earlier_winners_first(["a", "b", "c", "d"], decisions), ["b", "c", "a", "d"])
+        self.assertEqual(earlier_winners_first(["a", "b"], {}), ["a", "b"])
+
+
 class CompiledRounds(unittest.TestCase):
     """Under torch.compile a variant is timed in rounds alternating with PyTorch alone (one reading
     of PyTorch alone under torch.compile read 4511 µs, another 3435, same GPU type), both compiled
