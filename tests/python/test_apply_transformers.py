@@ -100,6 +100,21 @@ class TransformersClasses(unittest.TestCase):
                 self.kernels, self.model = [], None
                 torch._dynamo.reset()
 
+    def test_a_padding_mask_apply_did_not_see_runs_pytorch_and_says_so(self):
+        model, _ = self.applied("bert")
+        mask = torch.ones_like(self.ids)
+        mask[1, 10:] = 0
+        autokernel.restore(model)
+        with torch.no_grad():
+            expected = model(self.ids, attention_mask=mask).logits
+        autokernel.apply(model, (self.ids,), {"labels": self.ids})
+        TABLE.reset_counts()
+        with torch.no_grad(), self.assertLogs("autokernel", "WARNING") as logged:
+            got = model(self.ids, attention_mask=mask).logits
+        self.assertTrue(torch.equal(expected, got))
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        self.assertIn("attention_mask where it had 1 positional, labels", logged.output[0])
+
     def test_training_gives_eagers_gradients(self):
         # Applied to the model in training mode (a call in the other mode runs the model's own
         # forward: the trace holds the mode's branches).

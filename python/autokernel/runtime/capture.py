@@ -72,11 +72,12 @@ class Capture:
 
 
 def _arguments(spec):
-    """'2 positional, attention_mask, labels' of a call's pytree spec."""
-    args, kwargs = spec.children_specs if spec.num_children == 2 else (None, None)
-    positional = args.num_children if args is not None else 0
-    names = list(kwargs.context) if kwargs is not None and kwargs.context else []
-    return ", ".join([f"{positional} positional"] + names)
+    """'2 positional, attention_mask, labels' of a call's pytree spec ((args, kwargs))."""
+    try:
+        args, kwargs = spec.children_specs
+        return ", ".join([f"{args.num_children} positional"] + [str(name) for name in kwargs.context or []])
+    except (AttributeError, TypeError, ValueError):  # a pytree spec of another shape or version
+        return str(spec)
 
 
 def _describe(leaf):
