@@ -54,22 +54,26 @@ use_carried_wheels >>"$OUT/bridge.log"
 log "the custom ops' native kernels"
 PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} timeout 240 python3 -m autokernel prepare 2>&1 | tee -a "$OUT/bridge.log"
 
-declare -A SHAPE=([llama]=8,512 [gpt2]=8,512 [bert]=8,512 [llama-7b-4l]=1,2048 [hf-llama]=8,512 [hf-llama-7b-4l]=1,2048)
-# Hugging Face transformers' own LlamaForCausalLM, as a user's model file (examples/hf_llama.py;
-# transformers comes from .carry/wheels/hf); the others are the shipped models.
-declare -A SPEC=([hf-llama]=examples/hf_llama.py:HFLlama [hf-llama-7b-4l]=examples/hf_llama.py:HFLlama7B4L)
+declare -A SHAPE=([llama]=8,512 [gpt2]=8,512 [bert]=8,512 [llama-7b-4l]=1,2048 [hf-llama]=8,512 [hf-llama-7b-4l]=1,2048
+                  [hf-gpt2]=8,512 [hf-bert]=8,512)
+# Hugging Face transformers' own LlamaForCausalLM, GPT2LMHeadModel and BertForMaskedLM, as users'
+# model files (examples/hf_*.py; transformers comes from .carry/wheels/hf); the others are the
+# shipped models. The hf-gpt2 and hf-bert parts run only when PARTS names them.
+declare -A SPEC=([hf-llama]=examples/hf_llama.py:HFLlama [hf-llama-7b-4l]=examples/hf_llama.py:HFLlama7B4L
+                 [hf-gpt2]=examples/hf_gpt2.py:HFGPT2 [hf-bert]=examples/hf_bert.py:HFBert)
 # torch.compile modes timed per model (each is compiled with and without our kernels, and in
 # DECIDE_MODE once more per kernel): the targets are the two LLaMAs'; GPT-2 and BERT get a first row.
 ALL_MODES=default,max-autotune-no-cudagraphs,reduce-overhead
 declare -A MODES=([llama]=${LLAMA_MODES:-$ALL_MODES} [llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
                   [gpt2]=${GPT2_MODES:-default} [bert]=${BERT_MODES:-default}
-                  [hf-llama]=${LLAMA_MODES:-$ALL_MODES} [hf-llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead})
+                  [hf-llama]=${LLAMA_MODES:-$ALL_MODES} [hf-llama-7b-4l]=${LLAMA7B_MODES:-default,reduce-overhead}
+                  [hf-gpt2]=${GPT2_MODES:-default} [hf-bert]=${BERT_MODES:-default})
 # Each model's weight in the time left: its verify gets left x its weight / the weights of the
 # models still to come, itself included, less what their profile and extract take (about 40 s
 # each). The GPU-bound models compile longest. VERIFY_SHARE (a percentage of the time left)
 # overrides it for every model.
-declare -A SHARE=([llama]=2 [llama-7b-4l]=3 [gpt2]=2 [bert]=2 [hf-llama]=2 [hf-llama-7b-4l]=3)
-MODELS=(llama llama-7b-4l gpt2 bert hf-llama hf-llama-7b-4l)
+declare -A SHARE=([llama]=2 [llama-7b-4l]=3 [gpt2]=2 [bert]=2 [hf-llama]=2 [hf-llama-7b-4l]=3 [hf-gpt2]=2 [hf-bert]=2)
+MODELS=(llama llama-7b-4l gpt2 bert hf-llama hf-llama-7b-4l hf-gpt2 hf-bert)
 
 profile() {  # MODEL: profile into its workspace; with `profiles`, also ship it
   local model=$1 ws=/tmp/bridge-$1 ship=()
