@@ -82,7 +82,10 @@ class _Dispatch:
         """Once per module: its calls unlike the traced one run without our kernels, and why. (Not
         while torch.compile traces the call: a warning there would break its graph.)"""
         self.warned = True
-        why = self.captures[0].difference(args, kwargs, self.module.training)
+        try:
+            why = self.captures[0].difference(args, kwargs, self.module.training)
+        except Exception:  # describing the call must never fail the user's call
+            why = "a call unlike the traced one"
         log.warning("%s: %s was called with %s; calls like it run the module's own forward, without our "
                     "kernels (apply() traces the model for the calls it is given)", NAMESPACE,
                     self.captures[0].path or type(self.module).__name__, why)
