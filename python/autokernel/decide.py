@@ -373,14 +373,16 @@ def decide(bench, mode, candidates, base):
     return kept, why, current
 
 
-def earlier_winners_first(candidates, decisions):
-    """The candidates in the order a compiled mode times them alone: first those that won alone in
-    a compiled mode decided before (`decisions`: mode -> {kernel: (in?, why)}), then the rest, each
-    group in its own order. Timing one alone costs a compile; when the budget ends before every
-    candidate has been timed, the likeliest winners have (on the H100 the compact LLaMA's budget
-    ended under reduce-overhead before cross entropy, default's winner with fused_mlp, was timed)."""
-    won = {name for mode, why in decisions.items() if mode != "eager"
-           for name, (kept, reason) in why.items() if kept or reason.startswith("faster alone")}
+def earlier_winners_first(candidates, log):
+    """The candidates in the order a compiled mode times them alone: first those that made the model
+    faster alone, by more than MARGIN against PyTorch beside it, in a compiled mode measured before
+    (`log`: Bench.log, every measurement's record), then the rest, each group in its own order.
+    Timing one alone costs a compile; when the budget ends before every candidate has been timed,
+    the likeliest winners have (on the H100 the compact LLaMA's budget ended under reduce-overhead
+    before cross entropy, default's winner with fused_mlp, was timed)."""
+    won = {r["kernels"][0] for r in log
+           if r["mode"] != "eager" and len(r["kernels"]) == 1 and r["us"] and r["paired_torch_us"]
+           and r["us"] < (1 - MARGIN) * r["paired_torch_us"]}
     return [n for n in candidates if n in won] + [n for n in candidates if n not in won]
 
 

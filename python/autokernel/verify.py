@@ -118,7 +118,7 @@ def _measure_all(bench, candidates, modes, decide_modes, reference, loaded):
             continue
         base = bench.measure(mode)
         if mode == "eager" or mode in decide_modes:
-            kept, decisions[mode], ours = decide(bench, mode, earlier_winners_first(candidates, decisions), base)
+            kept, decisions[mode], ours = decide(bench, mode, earlier_winners_first(candidates, bench.log), base)
             if mode == decide_mode:
                 plugged = kept
         else:

@@ -136,22 +136,21 @@ class FlashAttention final : public Op {
   }
   bool row_sampling() const override { return true; }
 
-  // q.k and p.v cost 2*D each per (query, key) pair that is not masked.
   // A unit is one (batch, key/value head) pair with the query heads that share it: G = H / kv
-  // consecutive heads of q and o, one head of k and v.
-  // A unit is one (batch, key/value head) group: `group` query heads over one K and V head.
+  // consecutive heads of q and o, one head of k and v. `count` of them side by side are a problem
+  // of `count` batches of G heads over one key/value head.
   Problem units_problem(const Problem& p, int64_t count) const override {
     Problem part{{count, p.dims[1] / kv_heads_of(p), p.dims[2], p.dims[3]}, p.params};
     part.params["kv_heads"] = 1;
     return part;
   }
-
   UnitLayout units(const Problem& p) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3], kv = kv_heads_of(p);
     const int64_t group = h / kv;
     return {b * kv, {group * s * d, s * d, s * d}, {group * s * d}};
   }
 
+  // q.k and p.v cost 2*D each per (query, key) pair that is not masked.
   double flops(const Problem& p) const override {
     const double s = static_cast<double>(p.dims[2]);
     const double pairs = is_causal(p) ? s * (s + 1.0) / 2.0 : s * s;

@@ -97,17 +97,17 @@ class RotaryEmbedding final : public Op {
     });
   }
 
-  // Two multiplies and an add per output element.
-  // A unit is one (batch, head) plane: cos and sin, indexed by position, are shared.
+  // A unit is one (batch, head) plane: cos and sin, indexed by position, are shared. `count` of
+  // them side by side are a problem of `count` batches of one head.
   Problem units_problem(const Problem& p, int64_t count) const override {
     return {{count, 1, p.dims[2], p.dims[3]}, p.params};
   }
-
   UnitLayout units(const Problem& p) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
     return {b * h, {s * d, 0, 0}, {s * d}};
   }
 
+  // Two multiplies and an add per output element.
   double flops(const Problem& p) const override { return 3.0 * static_cast<double>(p.numel()); }
   double bytes(const Problem& p, DType t) const override {
     return ops::bytes_of(2 * p.numel() + p.dims[2] * p.dims[3], t);

@@ -293,15 +293,19 @@ class Decide(unittest.TestCase):
 
 
     def test_a_later_compiled_mode_times_the_earlier_ones_winners_first(self):
-        from autokernel.decide import earlier_winners_first
+        """From the measurements, not from the reasons written beside them: a winner alone whose
+        set later failed its confirming rounds still won alone."""
+        from autokernel.decide import Measurement, earlier_winners_first
 
-        decisions = {"eager": {"a": (True, "the model takes less with it"), "d": (True, "")},
-                     "default": {"a": (False, "alone, the model takes 7777 µs (PyTorch 6938 µs): not faster"),
-                                 "b": (True, "alone, the model takes 3740 µs (PyTorch 4083 µs)"),
-                                 "c": (False, "faster alone, but the model takes 3500 µs with b instead"),
-                                 "d": (False, "not timed alone: the budget ran out")}}
-        self.assertEqual(earlier_winners_first(["a", "b", "c", "d"], decisions), ["b", "c", "a", "d"])
-        self.assertEqual(earlier_winners_first(["a", "b"], {}), ["a", "b"])
+        def timed(mode, kernels, us, torch_us):
+            return Measurement(mode, tuple(kernels), us=us, paired_base_us=torch_us).record()
+
+        log = [timed("eager", "a", 3000.0, 4000.0), timed("default", "abcd", 3900.0, 4000.0),
+               timed("default", "a", 7777.0, 6938.0), timed("default", "b", 3740.0, 4083.0),
+               timed("default", "c", 3500.0, 3669.0), timed("default", "d", 4000.0, 4020.0),
+               Measurement("default", ("e",), note="stopped: the budget ended").record()]
+        self.assertEqual(earlier_winners_first(["a", "b", "c", "d", "e"], log), ["b", "c", "a", "d", "e"])
+        self.assertEqual(earlier_winners_first(["a", "b"], []), ["a", "b"])
 
 
 class CompiledRounds(unittest.TestCase):
