@@ -24,14 +24,18 @@ from autokernel.kernelbench.timing import Settings
 HERE = pathlib.Path(__file__).resolve().parents[1] / "kernelbench"
 PROBLEM = HERE / "problems" / "level1" / "1_Softmax_wide.py"
 
-# solution -> (status, phase it is caught in, words of the reason, or a tuple of the reasons it
-# may be caught for)
+# solution -> (status, phase it is caught in or a tuple of the phases it may be caught in, words of
+# the reason or a tuple of the reasons it may be caught for)
 EXPECTED = {
     "cached_result": ("INCORRECT", "trial 2 of 5", "a remembered result"),
     "modifies_input": ("INCORRECT", "trial 1 of 5", "input 0 was modified"),
-    # Its thread writes 2 ms after the call: seen by the look 50 ms later, or, on a machine loaded
+    # Its thread writes 10 ms after the call: seen by the look 50 ms later, or, on a machine loaded
     # enough that the thread has not run by then, an output never written (ctest -j2 on 2 cores).
-    "deferred_thread": ("INCORRECT", "trial 1 of 5", ("changed after the call returned", "relative error")),
+    # On a loaded machine the solution process itself may also pause past 10 ms between the call's
+    # return and its copy of the result: that trial then reads a complete result (the thread's work
+    # was done before the judge's clock could stop) and a later trial catches it (CI: trial 2).
+    "deferred_thread": ("INCORRECT", tuple(f"trial {n} of 5" for n in range(1, 6)),
+                        ("changed after the call returned", "relative error")),
     "partial_output": ("INCORRECT", "trial 1 of 5", "relative error 0.7"),
     "patched_timer": ("INCORRECT", "build", "replaced time.time, time.perf_counter"),
     "patched_torch": ("INCORRECT", "build", "replaced torch.allclose, torch.equal"),
@@ -67,7 +71,9 @@ class Exploits(unittest.TestCase):
         for solution, (status, phase, words) in EXPECTED.items():
             with self.subTest(solution):
                 record = judge(solution)
-                self.assertEqual((record["status"], record["phase"]), (status, phase), record["reason"])
+                phases = phase if isinstance(phase, tuple) else (phase,)
+                self.assertEqual(record["status"], status, record["reason"])
+                self.assertIn(record["phase"], phases, record["reason"])
                 reasons = words if isinstance(words, tuple) else (words,)
                 self.assertTrue(any(w in record["reason"] for w in reasons), (reasons, record["reason"]))
                 self.assertNotIn("\n", record["reason"])
