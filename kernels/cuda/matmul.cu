@@ -30,6 +30,11 @@
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
 //           base and row stride 16-byte aligned, else the stores go from registers).
+//   skinny  fp16/bf16 when SKINNY = 1 and M <= 8 (decode), rows 16-byte aligned, K (and for
+//           B[K, N] N) a multiple of 8: memory-bound, B read once in 16-byte loads by warps that
+//           each own a few columns of C (B a Linear's [N, K]) or lanes that own 8 columns each
+//           (B[K, N]), split along K when the columns give too few blocks
+//           (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
 //   tf32x3  fp32 on Hopper when TF32X3 = 1 and the output gives at least half a wave of 128 x
 //           128 tiles (K >= 32, the workspace within 1 GiB): A and B split into TF32 halves
 //           (x = hi + lo) in a workspace, B transposed to [N, K], then lo_a hi_b + hi_a lo_b +
@@ -72,6 +77,8 @@
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
 //                     the workspace would pass 256 MiB); 1: no split.
+//   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= 8), before
+//                     wgmma; SPLIT_K sets its splits as it does wgmma's
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
@@ -84,6 +91,7 @@
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
 // @tune SPLIT_K: 0, 1, 2, 4
+// @tune SKINNY: 0, 1
 // @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
@@ -95,12 +103,13 @@
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
-// @require SPLIT_K == 0 || WGMMA == 1
+// @require SPLIT_K == 0 || WGMMA == 1 || SKINNY == 1
 #include <optional>
 
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_fp32.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
+#include "autokernel/cuda_gemm_skinny.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 #include "autokernel/cuda_gemm_tf32x3.cuh"
 
@@ -133,6 +142,9 @@
 #endif
 #ifndef TF32X3
 #define TF32X3 1
+#endif
+#ifndef SKINNY
+#define SKINNY 0
 #endif
 
 namespace {
@@ -208,6 +220,11 @@ int launch(const ak_call* call) {
     else
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
+    if constexpr (SKINNY != 0) {
+      const int rc =
+          skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K);
+      if (rc != AK_ERR_UNSUPPORTED) return rc;
+    }
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {

@@ -121,6 +121,32 @@ TEST_F(CudaHarness, MatmulSplitKPassesEveryStageAndBeatsOneSplitOnDecodeShapes) 
   }
 }
 
+// The skinny variant (SKINNY = 1, M <= 8): B read once by warps that own columns of C. Every
+// stage passes (their sweeps and edges give it M = 1..8 against both layouts of B, and the calls
+// it does not take go to the tiled variants), and on decode shapes it beats the wgmma split-K it
+// replaces there, which reached 0.56-0.78x cuBLAS (H100, twentieth session).
+TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
+  struct Case {
+    std::string shape, dtype;
+    bool faster;
+  };
+  for (const auto& [shape, dtype, faster] : std::vector<Case>{{"1x4096x4096:b_nk=1", "fp16", true},
+                                                              {"1x4096x11008", "bf16", true},
+                                                              {"8x32000x4096:b_nk=1", "bf16", true},
+                                                              {"3x1003x1000:b_nk=1", "fp16", false},
+                                                              {"5x1000x1000", "bf16", false}}) {
+    const auto skinny =
+        bench(starter_with("matmul", "#define SKINNY 1"), "matmul", shape, {"--dtype", dtype});
+    ASSERT_EQ(skinny.value("status", ""), "PASS") << shape << "\n" << skinny.dump(2);
+    if (!faster) continue;
+    const auto tiled =
+        bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", dtype});
+    ASSERT_EQ(tiled.value("status", ""), "PASS") << shape << "\n" << tiled.dump(2);
+    const double skinny_us = skinny["timing"]["median_us"], tiled_us = tiled["timing"]["median_us"];
+    EXPECT_LT(skinny_us, 0.9 * tiled_us) << shape << ": skinny " << skinny_us << " us, split-K " << tiled_us;
+  }
+}
+
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
 // tolerance with B in both layouts and M, N, K not multiples of the tiles (1100 x 1300 gives 99
 // output tiles, over half a wave), and faster than the FFMA path it replaces.

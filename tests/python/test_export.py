@@ -15,7 +15,7 @@ import sysconfig
 import textwrap
 import unittest
 
-from support import CLI, MODELS, ROOT, Scratch, engine
+from support import CLI, HAVE_TRANSFORMERS, MODELS, ROOT, Scratch, engine
 
 MODEL = f"{MODELS}/hf_style.py:Qwen2Style"
 # Applies the exported package to the test model and prints what ran and how far from eager.
@@ -184,6 +184,55 @@ class Export(unittest.TestCase):
             self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
             self.assertIn(message, run.stderr.strip().splitlines()[-1])
             self.assertFalse((self.dir / "nothing").exists())
+
+
+# A user's script with transformers' own class: builds its LlamaForCausalLM, applies the installed
+# export to it with one call, and runs it eager and compiled whole.
+TRANSFORMERS_USER = textwrap.dedent("""
+    import importlib, json, sys, torch
+    sys.path.insert(0, {models!r})
+    import tiny_hf_llama
+    package = importlib.import_module({package!r})
+    model = tiny_hf_llama.build().eval()
+    ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+    package.apply(model, (ids,))
+    with torch.no_grad():
+        eager = model(input_ids=ids).logits
+        compiled = torch.compile(model, backend="aot_eager", fullgraph=True)(input_ids=ids).logits
+    error = lambda got: float((got - expected).norm() / expected.norm())
+    print(json.dumps({{"eager": error(eager), "compiled": error(compiled),
+                      "plugged": sorted({{m.op for m in package.report(model).plugged()}}),
+                      "loaded": sorted(k.op for k in package.KERNELS)}}))
+""")
+
+
+@unittest.skipUnless(CLI, "AK_CLI_PATH names the autokernel binary")
+@unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
+class TransformersUserPath(unittest.TestCase):
+    def test_the_whole_path_on_transformers_llama_then_one_call_in_the_users_script(self):
+        with Scratch() as directory:
+            ws = directory / "workspace"
+            engine("profile", "--model", f"{MODELS}/tiny_hf_llama.py:TinyLlama", "--workspace", str(ws), "--json")
+            plan = engine("extract", "--top", "3", "--backend", "host", "--workspace", str(ws), "--json")
+            engine("optimize", "--workspace", str(ws), "--backend", "host", "--budget", "2", "--quick", "--json")
+            engine("verify", "--workspace", str(ws), "--plug", "all", "--compile-modes", "none", "--iterations",
+                   "1", "--json")
+            export = engine("export", "--workspace", str(ws), "--out", str(directory / "wheel"), "--json")
+            run = subprocess.run([sys.executable, "-c", TRANSFORMERS_USER.format(models=str(MODELS),
+                                                                               package=export["import"])],
+                                 capture_output=True, text=True, cwd=directory,
+                                 env=dict(os.environ, PYTHONPATH=str(directory / "wheel"), HF_HUB_OFFLINE="1"))
+            self.assertEqual(run.returncode, 0, run.stderr)
+            answer = last_json(run.stdout)
+            extracted = sorted({k["op"] for k in plan["kernels"]} - {"matmul"})
+            self.assertTrue(extracted, plan)
+            # every operator extracted (its matmuls aside: verify's --plug all keeps them, but the
+            # model's projections are Linear calls the graph may take as fused_mlp instead)
+            self.assertTrue(set(extracted) <= set(answer["plugged"]), (extracted, answer))
+            self.assertLess(answer["eager"], 1e-4)
+            self.assertLess(answer["compiled"], 1e-4)
 
 
 @unittest.skipUnless(CLI, "AK_CLI_PATH names the autokernel binary")

@@ -1,0 +1,207 @@
+// Skinny products for decode, fp16/bf16 (kernels/cuda/matmul.cu with SKINNY = 1): C[M, N] =
+// A[M, K] B for M = 1..8, where the product is one read of B and a tensor-core tile of 64 or 128
+// rows would be almost all padding. Memory-bound: each element of B is read once, in 16-byte
+// loads that do not allocate in L1, so that L1 keeps A, which every warp of an SM reads.
+//   NK  B a Linear's [N, K] weight (k contiguous). A warp owns R rows of B (R columns of C, R = 2,
+//       4 at M > 4); each lane takes 8 consecutive k, the warp 256 per step, and the lanes' sums
+//       are added at the end by warp_sum (a fixed butterfly order).
+//   KN  B[K, N] (n contiguous). A block owns 256 columns of C, a lane 8 consecutive ones; warp w
+//       reads rows 8w..8w+7 of every 64 rows of its K range. The warps' sums are added in shared
+//       memory by a fixed tree (4 + 4, 2 + 2, 1 + 1 warps).
+// Both cut K into contiguous splits (grid.y) when the columns alone give fewer than two blocks per
+// SM: each split's partial sums go to a float workspace and sum_splits adds them in split order
+// (cuda_gemm_splits.cuh). No atomics: repeated runs are bitwise equal. Needs 16-byte aligned
+// rows of A and B, K a multiple of 8, and for KN N a multiple of 8; other calls get
+// AK_ERR_UNSUPPORTED and take the tiled paths.
+//   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k)   split_k: 0 chooses, n > 0 forces n
+// C++17, header-only.
+#pragma once
+
+#include <limits.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_splits.cuh"
+
+namespace ak_gemm::skinny {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kVec = 8;                 // 16-bit elements in 16 bytes
+constexpr int kStepNK = 32 * kVec;      // k a warp reads of each of its rows per step (NK)
+constexpr int kColsKN = 32 * kVec;      // columns of C per block (KN)
+constexpr int kRowsKN = kWarps * kVec;  // rows of B a block reads per step (KN)
+constexpr int kMaxRows = 8;
+
+template <int MR>
+constexpr int rows_per_warp() {
+  return MR > 4 ? 4 : 2;
+}
+
+// 16 bytes of B: read once, so not kept in L1 (A is).
+__device__ __forceinline__ uint4 load_streaming(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+
+template <typename T>
+__device__ __forceinline__ void unpack(uint4 raw, float (&out)[kVec]) {
+  ak_cuda::Vec16<T>{raw}.to_floats(out);
+}
+
+// A split's sum: into C, rounded, or into the workspace's slice of this split.
+template <typename T>
+__device__ __forceinline__ void put(float sum, int row, int col, int n, T* c, int64_t ldc, float* ws,
+                                    int64_t slice) {
+  if (ws != nullptr)
+    ws[blockIdx.y * slice + static_cast<int64_t>(row) * n + col] = sum;
+  else
+    c[row * ldc + col] = from_float<T>(sum);
+}
+
+template <typename T, int MR, int R>
+__global__ void __launch_bounds__(kThreads) nk_kernel(const T* a, int64_t lda, const T* b, int64_t ldb, int m,
+                                                      int n, int k, int chunk, T* c, int64_t ldc, float* ws) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col0 = (blockIdx.x * kWarps + warp) * R;
+  if (col0 >= n) return;  // the whole warp; nothing below synchronizes the block
+  const int k_end = min(k, static_cast<int>(blockIdx.y) * chunk + chunk);
+  const T* rows[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) rows[r] = b + static_cast<int64_t>(min(col0 + r, n - 1)) * ldb;
+  float acc[R][MR] = {};
+#pragma unroll 2
+  for (int kk = blockIdx.y * chunk + lane * kVec; kk < k_end; kk += kStepNK) {
+    float w[R][kVec];
+#pragma unroll
+    for (int r = 0; r < R; ++r) unpack<T>(load_streaming(rows[r] + kk), w[r]);
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+      if (i >= m) break;
+      float x[kVec];
+      unpack<T>(__ldg(reinterpret_cast<const uint4*>(a + i * lda + kk)), x);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[r][i] = fmaf(x[e], w[r][e], acc[r][i]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+      if (i >= m) break;
+      const float sum = ak_cuda::warp_sum(acc[r][i]);
+      if (lane == 0 && col0 + r < n) put(sum, i, col0 + r, n, c, ldc, ws, static_cast<int64_t>(m) * n);
+    }
+}
+
+template <typename T, int MR>
+__global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, const T* b, int64_t ldb, int m,
+                                                      int n, int k, int chunk, T* c, int64_t ldc, float* ws) {
+  __shared__ float share[kWarps / 2][MR][kColsKN];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = blockIdx.x * kColsKN + lane * kVec;
+  const bool live = col < n;  // n is a multiple of 8: a lane's columns are all in or all out
+  const int k_end = min(k, static_cast<int>(blockIdx.y) * chunk + chunk);
+  float acc[MR][kVec] = {};
+  for (int kk = blockIdx.y * chunk + warp * kVec; live && kk < k_end; kk += kRowsKN) {
+    uint4 x[MR] = {};
+#pragma unroll
+    for (int i = 0; i < MR; ++i)
+      if (i < m) x[i] = __ldg(reinterpret_cast<const uint4*>(a + i * lda + kk));
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      float w[kVec];
+      unpack<T>(load_streaming(b + static_cast<int64_t>(kk + j) * ldb + col), w);
+#pragma unroll
+      for (int i = 0; i < MR; ++i) {
+        if (i >= m) break;
+        const float xi = to_float(reinterpret_cast<const T*>(&x[i])[j]);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(xi, w[e], acc[i][e]);
+      }
+    }
+  }
+  // Warps [half, 2 half) hand their sums to warps [0, half): a fixed order, so fixed bits.
+#pragma unroll
+  for (int half = kWarps / 2; half >= 1; half /= 2) {
+    if (warp >= half && warp < 2 * half)
+#pragma unroll
+      for (int i = 0; i < MR; ++i)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) share[warp - half][i][lane * kVec + e] = acc[i][e];
+    __syncthreads();
+    if (warp < half)
+#pragma unroll
+      for (int i = 0; i < MR; ++i)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[i][e] += share[warp][i][lane * kVec + e];
+    __syncthreads();
+  }
+  if (warp != 0 || !live) return;
+#pragma unroll
+  for (int i = 0; i < MR; ++i) {
+    if (i >= m) break;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) put(acc[i][e], i, col + e, n, c, ldc, ws, static_cast<int64_t>(m) * n);
+  }
+}
+
+template <typename T, BLayout L>
+bool eligible(const GemmProblem<T, 1>& p) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    if (p.m < 1 || p.m > kMaxRows || p.n < 1 || p.k % kVec != 0) return false;
+    const bool a_ok = ak_cuda::can_vectorize(p.a, p.k, p.m == 1 ? p.k : p.lda);
+    if constexpr (L == BLayout::NK)
+      return a_ok && ak_cuda::can_vectorize(p.b[0], p.k, p.n == 1 ? p.k : p.ldb);
+    else
+      return a_ok && ak_cuda::can_vectorize(p.b[0], p.n, p.ldb);
+  }
+}
+
+// f(std::integral_constant<int, MR>) with MR the power of two that holds m rows (m <= 8).
+template <class F>
+int with_rows(int m, F&& f) {
+  if (m <= 1) return f(std::integral_constant<int, 1>{});
+  if (m <= 2) return f(std::integral_constant<int, 2>{});
+  if (m <= 4) return f(std::integral_constant<int, 4>{});
+  return f(std::integral_constant<int, 8>{});
+}
+
+template <typename T, BLayout L>
+int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k) {
+  if (!eligible<T, L>(p)) return AK_ERR_UNSUPPORTED;
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  return with_rows(p.m, [&](auto rows) {
+    constexpr int MR = decltype(rows)::value;
+    constexpr bool kNK = L == BLayout::NK;
+    constexpr int R = rows_per_warp<MR>();
+    const int64_t blocks = kNK ? (p.n + kWarps * R - 1) / (kWarps * R) : (p.n + kColsKN - 1) / kColsKN;
+    const int granule = kNK ? kStepNK : kRowsKN;
+    const int64_t slice = static_cast<int64_t>(p.m) * p.n;
+    // A split pays for its partial sums from 2 steps of K (NK: 512 k a row; KN: 128 rows).
+    const Splits s = choose_splits(p.k, blocks, 2 * sms, 2 * granule, INT_MAX, granule, slice, split_k);
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
+    auto run = [&](float* ws) {
+      if constexpr (kNK)
+        nk_kernel<T, MR, R>
+            <<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
+      else
+        kn_kernel<T, MR>
+            <<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
+      return ak_cuda::check_launch();
+    };
+    if (s.count == 1) return run(nullptr);
+    return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
+  });
+}
+
+}  // namespace ak_gemm::skinny
