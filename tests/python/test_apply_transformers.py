@@ -115,6 +115,26 @@ class TransformersClasses(unittest.TestCase):
         self.assertEqual(sum(TABLE.calls.values()), 0)
         self.assertIn("attention_mask where it had 1 positional, labels", logged.output[0])
 
+    def test_calls_by_name_run_ours_where_apply_was_given_positions_and_the_reverse(self):
+        # transformers' users call model(**tokenizer(...)): by name, with the defaults spelled out
+        # at times. Each binds the parameters the traced call bound, so the traced graph runs it.
+        model, expected = self.applied("llama")
+        for args, kwargs in (((), {"input_ids": self.ids, "labels": self.ids}),
+                             ((self.ids,), {"labels": self.ids, "attention_mask": None, "position_ids": None})):
+            TABLE.reset_counts()
+            with torch.no_grad():
+                self.assert_same(expected, model(*args, **kwargs))
+            self.assertEqual(TABLE.calls["host_flash_attention"], 2, kwargs.keys())
+        explained = torch._dynamo.explain(model)(input_ids=self.ids, labels=self.ids)
+        self.assertEqual((explained.graph_count, explained.graph_break_count), (1, 0),
+                         [str(b.reason) for b in explained.break_reasons])
+        autokernel.restore(model)
+        autokernel.apply(model, (), {"input_ids": self.ids, "labels": self.ids})
+        TABLE.reset_counts()
+        with torch.no_grad():
+            self.assert_same(expected, model(self.ids, labels=self.ids))
+        self.assertEqual(TABLE.calls["host_flash_attention"], 2)
+
     def test_training_gives_eagers_gradients(self):
         # Applied to the model in training mode (a call in the other mode runs the model's own
         # forward: the trace holds the mode's branches).

@@ -17,6 +17,7 @@ import torch.fx._pytree as fx_pytree
 import torch.utils._pytree as pytree
 
 from . import NAMESPACE, custom_ops, manifest, rewrite
+from .call_layout import CallLayout
 from .capture import capture
 from .kernel_table import TABLE, device_arch
 from .graph import val
@@ -68,12 +69,19 @@ class _Dispatch:
     def __init__(self, module, captures, original):
         self.module, self.captures, self.original = module, captures, original
         self.calls = [_FlatCall(c) for c in captures]
+        self.layouts = [CallLayout(original, *c.traced_layout()) for c in captures]
         self.warned = False
 
     def __call__(self, *args, **kwargs):
+        training = self.module.training
         for c, call in zip(self.captures, self.calls):
-            if c.accepts(args, kwargs, self.module.training):
+            if c.accepts(args, kwargs, training):
                 return call(args, kwargs)
+        # the same call with its arguments by name where they were traced by position, or the reverse
+        for c, call, layout in zip(self.captures, self.calls, self.layouts):
+            arranged = layout.arrange(args, kwargs)
+            if arranged is not None and c.accepts(*arranged, training):
+                return call(*arranged)
         if not self.warned and not torch.compiler.is_compiling():
             self._warn(args, kwargs)
         return self.original(*args, **kwargs)
@@ -83,7 +91,8 @@ class _Dispatch:
         while torch.compile traces the call: a warning there would break its graph.)"""
         self.warned = True
         try:
-            why = self.captures[0].difference(args, kwargs, self.module.training)
+            arranged = self.layouts[0].arrange(args, kwargs)
+            why = self.captures[0].difference(*(arranged or (args, kwargs)), self.module.training)
         except Exception:  # describing the call must never fail the user's call
             why = "a call unlike the traced one"
         log.warning("%s: %s was called with %s; calls like it run the module's own forward, without our "

@@ -46,6 +46,11 @@ class Capture:
         self.positional_tensors = (not kwargs and len(args) == len(self.leaves)
                                    and all(leaf[0] == "tensor" for leaf in self.leaves))
 
+    def traced_layout(self):
+        """How many arguments the traced call passed by position, and the names of the others."""
+        args, kwargs = self.spec.unflatten(list(self.leaves))
+        return len(args), list(kwargs)
+
     def accepts(self, args, kwargs, training):
         if training != self.training:
             return False
