@@ -22,6 +22,7 @@ from typing import Optional
 
 import torch
 
+from .outputs import TOLERANCE, clone_output, first_difference
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
 from .timing import compile_state, forward_in_mode, reset_compiled, timed_call_us, wall_times_us
@@ -82,18 +83,6 @@ class Measurement:
         """This variant's time over PyTorch's."""
         reference = self.torch_us(base)
         return self.us / reference if self.us is not None and reference else None
-
-
-def clone_output(output):
-    if isinstance(output, torch.Tensor):
-        return output.detach().clone()
-    if isinstance(output, dict):
-        return {k: clone_output(v) for k, v in output.items()}
-    if isinstance(output, (tuple, list)):
-        return type(output)(clone_output(v) for v in output) if not hasattr(output, "_fields") else output
-    if hasattr(output, "to_tuple"):  # a Hugging Face ModelOutput
-        return tuple(clone_output(v) for v in output.to_tuple())
-    return output
 
 
 class Bench:
@@ -290,17 +279,25 @@ class Bench:
                 switch(applied=False)
                 forward(given)
             TABLE.reset_counts()
-            for _ in range(PAIRED_ROUNDS * iterations):
-                given = forward.next_inputs()
+            tolerance = TOLERANCE.get(self.loaded.dtype, TOLERANCE[torch.float32])
+            for call in range(1, PAIRED_ROUNDS * iterations + 1):
+                given, returned = forward.next_inputs(), []
                 switch(applied=True)
-                ours.append(timed_call_us(device, lambda: forward(given)))
+                ours.append(timed_call_us(device, lambda: returned.append(forward(given))))
+                ours_output = clone_output(returned.pop())  # (a CUDA graph's next replay overwrites it)
                 counted = dict(TABLE.calls)
                 switch(applied=False)
-                alone.append(timed_call_us(device, lambda: forward(given)))
+                alone.append(timed_call_us(device, lambda: returned.append(forward(given))))
                 if TABLE.calls != counted:
                     ran = sorted(name for name, count in TABLE.calls.items() if count != counted.get(name, 0))
                     raise RuntimeError(f"PyTorch alone ran our kernels ({', '.join(ran)}): the model did not "
                                        f"switch back from the compiled graph with them")
+                # Every timed call is checked, so no call can tell whether it counts: a kernel right
+                # on the calls verify compares and wrong (or idle) on the others is caught here.
+                why = first_difference(returned.pop(), ours_output, tolerance)
+                if why:
+                    raise RuntimeError(f"timed call {call} with the kernels did not compute PyTorch alone's output "
+                                       f"on the same inputs: {why}")
             if device.type == "cuda":
                 _check_switched(device, forward, switch, m.kernels)
         m.readings = [statistics.median(ours[i:i + iterations]) for i in range(0, len(ours), iterations)]

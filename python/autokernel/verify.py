@@ -15,18 +15,15 @@ from dataclasses import dataclass
 import torch
 
 from . import loading
-from .decide import MARGIN, Bench, clone_output, decide, earlier_winners_first
+from .decide import MARGIN, Bench, decide, earlier_winners_first
 from .loading import BridgeError
+from .outputs import TOLERANCE, clone_output, difference, flatten
 from .replay import replay_timing
 from .runtime import apply as applying
 from .runtime import custom_ops, manifest
 from .runtime.kernel_table import TABLE
 from .timing import COMPILE_MODES, device_name
 
-# Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
-# compounds each op's rounding over its layers: looser than one op's tolerance, far tighter than
-# what a wrong kernel gives (order 1).
-TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 
 
 @dataclass
@@ -37,31 +34,13 @@ class Settings:
     decide: bool = True  # False: every candidate plugged in, no timing decision
 
 
-def flatten(output, name="output"):
-    """(name, tensor) for every tensor in a model's output (a tensor, tuple, list or dict)."""
-    if isinstance(output, torch.Tensor):
-        return [(name, output)]
-    if isinstance(output, dict):
-        return [pair for key, value in output.items() for pair in flatten(value, f"{name}.{key}")]
-    if isinstance(output, (tuple, list)):
-        return [pair for i, value in enumerate(output) for pair in flatten(value, f"{name}[{i}]")]
-    if hasattr(output, "to_tuple"):
-        return flatten(output.to_tuple(), name)
-    return []
-
-
 def compare(reference, ours, dtype, label):
     rows = []
     for (name, ref), (_, got) in zip(flatten(reference), flatten(ours)):
         row = {"name": f"{name} ({label})", "shape": list(ref.shape), "tolerance": TOLERANCE[dtype]}
-        if got.shape != ref.shape:
-            row.update(ok=False, reason=f"shape {list(got.shape)}, expected {list(ref.shape)}")
-        elif not bool(torch.isfinite(got).all()) and bool(torch.isfinite(ref).all()):
-            row.update(ok=False, reason="non-finite values where eager has none")
-        else:
-            ref64, got64 = ref.double(), got.double()
-            error = float((got64 - ref64).norm() / ref64.norm().clamp_min(1e-300))
-            row.update(relative_error=error, ok=error <= TOLERANCE[dtype])
+        error, why = difference(ref, got, TOLERANCE[dtype])
+        row.update(ok=why is None, **({"relative_error": error} if error is not None else {}),
+                   **({"reason": why} if why and error is None else {}))
         rows.append(row)
     if len(flatten(reference)) != len(flatten(ours)):
         rows.append({"name": f"(outputs, {label})", "ok": False, "reason": "a different number of output tensors"})

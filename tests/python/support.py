@@ -48,19 +48,21 @@ SMALL = {"matmul": "16x16x16", "softmax": "4x32", "layernorm": "4x32", "rmsnorm"
          "rotary_embedding": "1x2x8x16", "reduce": "4x32"}
 
 
-def host_module(op):
-    """The host starter of an operator, built by the engine (`bench --quick`, through its cache)."""
-    if op not in _modules:
-        # The module is what is wanted: the tests check its results against eager themselves.
+def host_module(op, source=None):
+    """A host kernel of an operator (its starter, or the file `source`), built by the engine
+    (`bench --quick`, through its cache)."""
+    source = str(source or ROOT / "kernels" / "host" / f"{op}.cpp")
+    if source not in _modules:
+        # The module is what is wanted (whatever the harness said of it): the tests check its
+        # results against eager themselves.
         with Scratch() as scratch:
-            run = engine("bench", str(ROOT / "kernels" / "host" / f"{op}.cpp"), "--op", op, "--shape", SMALL[op],
-                         "--dtype", "fp32", "--quick", "--json", "--max-time", "0.05", "--results",
-                         str(scratch / "results.tsv"), check=False)
+            run = engine("bench", source, "--op", op, "--shape", SMALL[op], "--dtype", "fp32", "--quick", "--json",
+                         "--max-time", "0.05", "--results", str(scratch / "results.tsv"), check=False)
         answer = json.loads(run.stdout[run.stdout.find("{"):] or "{}")
         if not pathlib.Path(answer.get("module", "")).is_file():
-            raise AssertionError(f"the engine did not build kernels/host/{op}.cpp:\n{run.stdout}\n{run.stderr}")
-        _modules[op] = answer["module"]
-    return _modules[op]
+            raise AssertionError(f"the engine did not build {source}:\n{run.stdout}\n{run.stderr}")
+        _modules[source] = answer["module"]
+    return _modules[source]
 
 
 class Scratch:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import hf_style
-from support import WithKernels, build, host_module, problems_of, relative_error, tensors
+from support import ROOT, WithKernels, build, host_module, problems_of, relative_error, tensors
 
 import autokernel
 from autokernel.runtime import custom_ops, reference
@@ -214,7 +214,7 @@ class PairedTiming(WithKernels):
         from autokernel.decide import Bench
         from autokernel.verify import Settings
 
-        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"))
+        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"), dtype=torch.float32)
         return Bench(loaded, Settings(warmup=1, iterations=2, budget_s=0), progress=lambda line: None)
 
     def test_pytorch_alone_runs_none_of_our_kernels(self):
@@ -224,6 +224,23 @@ class PairedTiming(WithKernels):
         self.assertEqual(len(m.readings), len(m.paired_readings))
         self.assertGreater(sum(m.calls.values()), 0)  # ours ran in the applied calls
         self.assertNotIn("forward", self.model.__dict__)  # and the model is left as it was
+
+    def test_a_kernel_right_only_on_its_first_calls_fails_the_first_timed_call(self):
+        # In verify, a kernel runs in the user's process, where no judge watches it: every timed
+        # call's output is compared with PyTorch alone's on the same inputs.
+        rmsnorm = next(k for k in self.kernels if k.op == "rmsnorm")
+        cheat = Kernel("idle_rmsnorm", "rmsnorm", host_module("rmsnorm", ROOT / "tests" / "kernels" /
+                                                             "rmsnorm_idle_when_timed.cpp"), host_arch(),
+                       rmsnorm.problems)
+        TABLE.add(cheat)
+        try:
+            m = self.bench().measure("eager", [cheat.name])
+        finally:
+            TABLE.remove(cheat)
+        self.assertIsNone(m.us)
+        self.assertIn("timed call 1 with the kernels did not compute PyTorch alone's output on the same inputs: "
+                      "output", m.note)
+        self.assertIn("relative error", m.note)
 
     def test_a_switch_that_does_not_take_is_an_error(self):
         import contextlib
@@ -252,7 +269,8 @@ class PairedTiming(WithKernels):
             seeds.append(seed)
             return inputs
 
-        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"), draw=draw)
+        loaded = SimpleNamespace(model=self.model, inputs=self.inputs, device=torch.device("cpu"), draw=draw,
+                                 dtype=torch.float32)
         bench = Bench(loaded, Settings(warmup=1, iterations=2, budget_s=0), progress=lambda line: None)
         seen = []
         hook = self.model.register_forward_pre_hook(lambda module, args: seen.append(drawn.get(id(args[0]), -1)))

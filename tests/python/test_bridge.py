@@ -157,7 +157,7 @@ class VerifyBudget(unittest.TestCase):
                 time.sleep(0.4)
                 return x + 1
 
-        loaded = SimpleNamespace(model=Slow(), inputs=(torch.ones(2),), device=torch.device("cpu"))
+        loaded = SimpleNamespace(model=Slow(), inputs=(torch.ones(2),), device=torch.device("cpu"), dtype=torch.float32)
         lines = []
         bench = Bench(loaded, Settings(warmup=2, iterations=50, budget_s=1.5), lines.append)
         began = time.perf_counter()
@@ -180,7 +180,8 @@ class VerifyBudget(unittest.TestCase):
         from autokernel.decide import Bench
         from autokernel.verify import Settings
 
-        loaded = SimpleNamespace(model=nn.Linear(8, 8), inputs=(torch.ones(4, 8),), device=torch.device("cpu"))
+        loaded = SimpleNamespace(model=nn.Linear(8, 8), inputs=(torch.ones(4, 8),), device=torch.device("cpu"),
+                                 dtype=torch.float32)
         bench = Bench(loaded, Settings(warmup=1, iterations=9, budget_s=0), progress=lambda line: None)
         first, second = bench.measure("eager"), bench.measure("eager")
         self.assertEqual([r["us"] for r in bench.log], [first.us, second.us])
@@ -399,7 +400,7 @@ class CompiledRounds(unittest.TestCase):
         from autokernel.verify import Settings
 
         model = nn.Sequential(nn.Linear(16, 32), nn.SiLU(), nn.Linear(32, 16)).eval()
-        loaded = SimpleNamespace(model=model, inputs=(torch.randn(8, 16),), device=torch.device("cpu"))
+        loaded = SimpleNamespace(model=model, inputs=(torch.randn(8, 16),), device=torch.device("cpu"), dtype=torch.float32)
         bench = Bench(loaded, Settings(warmup=1, iterations=3, budget_s=0), progress=lambda line: None)
         before = counters["stats"]["unique_graphs"]
         m = bench.measure("default", traced_only=True)
