@@ -31,25 +31,35 @@ long total_bytes(const std::string& log, const std::string& what) {
   return total;
 }
 
+// Builds `file` with `defines` and checks the resource report; skips where there is no nvcc.
+void expect_builds_without_spills(const std::filesystem::path& file, const Defines& defines) {
+  BuildResult build;
+  try {
+    build = build_module({file, defines, Backend::Cuda, "sm_90a", std::chrono::seconds(600)});
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unsupported) GTEST_SKIP() << e.what();  // no nvcc on this machine
+    FAIL() << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::exists(build.module));
+  ASSERT_NE(build.log.find("registers"), std::string::npos) << build.log;  // the report is there
+  EXPECT_EQ(total_bytes(build.log, "spill stores"), 0) << build.log;
+  EXPECT_EQ(total_bytes(build.log, "spill loads"), 0) << build.log;
+  EXPECT_EQ(total_bytes(build.log, "stack frame"), 0) << build.log;
+}
+
 TEST(CudaKernels, CompileForSm90aWithoutSpills) {
   const auto files = cuda_kernels();
   ASSERT_FALSE(files.empty());
   for (const auto& file : files) {
     SCOPED_TRACE(file.filename().string());
     EXPECT_TRUE(lint_kernel_source(read_text_file(file)).empty());
-    BuildResult build;
-    try {
-      build = build_module({file, {}, Backend::Cuda, "sm_90a", std::chrono::seconds(600)});
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::Unsupported) GTEST_SKIP() << e.what();  // no nvcc on this machine
-      FAIL() << e.what();
-    }
-    EXPECT_TRUE(std::filesystem::exists(build.module));
-    ASSERT_NE(build.log.find("registers"), std::string::npos) << build.log;  // the report is there
-    EXPECT_EQ(total_bytes(build.log, "spill stores"), 0) << build.log;
-    EXPECT_EQ(total_bytes(build.log, "spill loads"), 0) << build.log;
-    EXPECT_EQ(total_bytes(build.log, "stack frame"), 0) << build.log;
+    expect_builds_without_spills(file, {});
   }
+}
+
+// Variants the defaults leave out, whose code only a search would otherwise compile.
+TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
+  expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", {{"SKINNY", "1"}});
 }
 
 }  // namespace
