@@ -1,6 +1,6 @@
 // Skinny products for decode, fp16/bf16 (kernels/cuda/matmul.cu with SKINNY = 1): C[M, N] =
-// A[M, K] B for M = 1..8, where the product is one read of B and a tensor-core tile of 64 or 128
-// rows would be almost all padding. Memory-bound: each element of B is read once, in 16-byte
+// A[M, K] B for M = 1..16 (B[K, N]: 1..8), where the product is one read of B and a tensor-core
+// tile of 64 or 128 rows would be mostly padding. Memory-bound: each element of B is read once, in 16-byte
 // loads that do not allocate in L1, so that L1 keeps A, which every warp of an SM reads.
 //   NK  B a Linear's [N, K] weight (k contiguous). A warp owns R rows of B (R columns of C, R = 2,
 //       4 at M > 4); each lane takes 8 consecutive k, the warp 256 per step, and the lanes' sums
@@ -29,11 +29,11 @@ namespace ak_gemm::skinny {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kVec = 8;                 // 16-bit elements in 16 bytes
-constexpr int kStepNK = 32 * kVec;      // k a warp reads of each of its rows per step (NK)
-constexpr int kColsKN = 32 * kVec;      // columns of C per block (KN)
-constexpr int kRowsKN = kWarps * kVec;  // rows of B a block reads per step (KN)
-constexpr int kMaxRows = 8;
+constexpr int kVec = 8;                         // 16-bit elements in 16 bytes
+constexpr int kStepNK = 32 * kVec;              // k a warp reads of each of its rows per step (NK)
+constexpr int kColsKN = 32 * kVec;              // columns of C per block (KN)
+constexpr int kRowsKN = kWarps * kVec;          // rows of B a block reads per step (KN)
+constexpr int kMaxRowsNK = 16, kMaxRowsKN = 8;  // KN keeps 8 sums per row of A in registers
 
 template <int MR>
 constexpr int rows_per_warp() {
@@ -158,7 +158,8 @@ bool eligible(const GemmProblem<T, 1>& p) {
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    if (p.m < 1 || p.m > kMaxRows || p.n < 1 || p.k % kVec != 0) return false;
+    const int max_rows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;
+    if (p.m < 1 || p.m > max_rows || p.n < 1 || p.k % kVec != 0) return false;
     const bool a_ok = ak_cuda::can_vectorize(p.a, p.k, p.m == 1 ? p.k : p.lda);
     if constexpr (L == BLayout::NK)
       return a_ok && ak_cuda::can_vectorize(p.b[0], p.k, p.n == 1 ? p.k : p.ldb);
@@ -167,20 +168,22 @@ bool eligible(const GemmProblem<T, 1>& p) {
   }
 }
 
-// f(std::integral_constant<int, MR>) with MR the power of two that holds m rows (m <= 8).
-template <class F>
+// f(std::integral_constant<int, MR>) with MR the power of two that holds m rows (m <= kMaxRows).
+template <int kMaxRows, class F>
 int with_rows(int m, F&& f) {
   if (m <= 1) return f(std::integral_constant<int, 1>{});
   if (m <= 2) return f(std::integral_constant<int, 2>{});
   if (m <= 4) return f(std::integral_constant<int, 4>{});
-  return f(std::integral_constant<int, 8>{});
+  if (kMaxRows <= 8 || m <= 8) return f(std::integral_constant<int, 8>{});
+  return f(std::integral_constant<int, kMaxRows>{});
 }
 
 template <typename T, BLayout L>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k) {
   if (!eligible<T, L>(p)) return AK_ERR_UNSUPPORTED;
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  return with_rows(p.m, [&](auto rows) {
+  constexpr int kMaxRows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;
+  return with_rows<kMaxRows>(p.m, [&](auto rows) {
     constexpr int MR = decltype(rows)::value;
     constexpr bool kNK = L == BLayout::NK;
     constexpr int R = rows_per_warp<MR>();

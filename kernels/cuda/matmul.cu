@@ -30,11 +30,12 @@
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
 //           base and row stride 16-byte aligned, else the stores go from registers).
-//   skinny  fp16/bf16 when SKINNY = 1 and M <= 8 (decode), rows 16-byte aligned, K (and for
-//           B[K, N] N) a multiple of 8: memory-bound, B read once in 16-byte loads by warps that
-//           each own a few columns of C (B a Linear's [N, K]) or lanes that own 8 columns each
-//           (B[K, N]), split along K when the columns give too few blocks
-//           (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
+//   skinny  fp16/bf16 when SKINNY = 1 and M <= 16 (8 for B[K, N]; decode), rows 16-byte
+//           aligned, K (and for B[K, N] N) a multiple of 8: memory-bound, B read once in 16-byte
+//           loads by warps that each own a few columns of C (B a Linear's [N, K]) or lanes
+//           that own 8 columns each (B[K, N]), split along K when the columns give too few
+//           blocks (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants
+//           above.
 //   tf32x3  fp32 on Hopper when TF32X3 = 1 and the output gives at least half a wave of 128 x
 //           128 tiles (K >= 32, the workspace within 1 GiB): A and B split into TF32 halves
 //           (x = hi + lo) in a workspace, B transposed to [N, K], then lo_a hi_b + hi_a lo_b +
@@ -77,7 +78,7 @@
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
 //                     the workspace would pass 256 MiB); 1: no split.
-//   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= 8), before
+//   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= 16), before
 //                     wgmma; SPLIT_K sets its splits as it does wgmma's
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.

@@ -121,8 +121,8 @@ TEST_F(CudaHarness, MatmulSplitKPassesEveryStageAndBeatsOneSplitOnDecodeShapes) 
   }
 }
 
-// The skinny variant (SKINNY = 1, M <= 8): B read once by warps that own columns of C. Every
-// stage passes (their sweeps and edges give it M = 1..8 against both layouts of B, and the calls
+// The skinny variant (SKINNY = 1, M <= 16, 8 for B[K, N]): B read once by warps that own columns of
+// C. Every stage passes (their sweeps and edges give it small M against both layouts of B, and the calls
 // it does not take go to the tiled variants), and on decode shapes it beats the wgmma split-K it
 // replaces there, which reached 0.56-0.78x cuBLAS (H100, twentieth session).
 TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
@@ -133,6 +133,8 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
   for (const auto& [shape, dtype, faster] : std::vector<Case>{{"1x4096x4096:b_nk=1", "fp16", true},
                                                               {"1x4096x11008", "bf16", true},
                                                               {"8x32000x4096:b_nk=1", "bf16", true},
+                                                              {"16x4096x4096:b_nk=1", "fp16", true},
+                                                              {"13x1000x1000:b_nk=1", "bf16", false},
                                                               {"3x1003x1000:b_nk=1", "fp16", false},
                                                               {"5x1000x1000", "bf16", false}}) {
     const auto skinny =
