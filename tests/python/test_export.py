@@ -231,13 +231,16 @@ class TransformersUserPath(unittest.TestCase):
                                  env=dict(os.environ, PYTHONPATH=str(directory / "wheel"), HF_HUB_OFFLINE="1"))
             self.assertEqual(run.returncode, 0, run.stderr)
             answer = last_json(run.stdout)
-            extracted = sorted({k["op"] for k in plan["kernels"]} - {"matmul"})
-            self.assertTrue(extracted, plan)
-            # every operator extracted (its matmuls aside: verify's --plug all keeps them, but the
-            # model's projections are Linear calls the graph may take as fused_mlp instead)
-            self.assertTrue(set(extracted) <= set(answer["plugged"]), (extracted, answer))
+            # The top operators by CPU time vary from run to run; each one extracted must be plugged
+            # and must run, whether called by name or (as traced) by position. A matmul kernel may
+            # find its sites taken by fused_mlp: it need not run.
+            extracted = {k["op"] for k in plan["kernels"]}
+            must_run = extracted - {"matmul"}
+            self.assertTrue(must_run, plan)
+            self.assertTrue(must_run <= set(answer["plugged"]), (extracted, answer))
             for mode in ("eager", "compiled"):
-                self.assertEqual(answer[mode + "_ran"], extracted, answer)  # called by name, as traced by position
+                ran = set(answer[mode + "_ran"])
+                self.assertTrue(must_run <= ran <= extracted, (mode, extracted, answer))
                 self.assertLess(answer[mode], 1e-4)
 
 
