@@ -30,7 +30,12 @@ def build_model(name, seed=0):
 
 def kernels_for(model, ids):
     """Host kernels registered as checked for exactly this model's problems."""
-    captures, _ = capture.capture(model, (ids,), {"labels": ids})
+    return kernels_for_call(model, {"input_ids": ids, "labels": ids})
+
+
+def kernels_for_call(model, kwargs):
+    """Host kernels checked for exactly the problems of the model's call with `kwargs`."""
+    captures, _ = capture.capture(model, (), kwargs)
     found, _ = rewrite.find_all(captures[0].graph)
     problems = {}
     for m in rewrite.choose(found):
@@ -134,6 +139,29 @@ class TransformersClasses(unittest.TestCase):
         with torch.no_grad():
             self.assert_same(expected, model(self.ids, labels=self.ids))
         self.assertEqual(TABLE.calls["host_flash_attention"], 2)
+
+    def test_applied_with_a_padding_mask_the_rest_is_ours_for_any_mask_of_that_shape(self):
+        # A tokenizer's padded batch: the mask reaches SDPA through ops of the inputs, so attention
+        # stays PyTorch's; the norms, rotary embeddings and MLPs are ours, whatever the mask.
+        model = self.model = build_model("llama")
+        mask = torch.ones_like(self.ids)
+        mask[1, 12:] = 0
+        self.kernels = kernels_for_call(model, {"input_ids": self.ids, "attention_mask": mask})
+        self.assertNotIn("flash_attention", [k.op for k in self.kernels])
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        other = torch.ones_like(self.ids)
+        other[0, 5:] = 0
+        with torch.no_grad():
+            expected = model(self.ids, attention_mask=other).logits
+        autokernel.apply(model, (), {"input_ids": self.ids, "attention_mask": mask})
+        TABLE.reset_counts()
+        with torch.no_grad():
+            got = model(self.ids, attention_mask=other).logits
+        self.assertLess(relative_error(expected, got), 1e-5)
+        calls = dict(TABLE.calls)
+        for op, sites in (("rmsnorm", 5), ("rotary_embedding", 4), ("fused_mlp", 2)):
+            self.assertEqual(calls.get(f"host_{op}", 0), sites, calls)
 
     def test_training_gives_eagers_gradients(self):
         # Applied to the model in training mode (a call in the other mode runs the model's own
