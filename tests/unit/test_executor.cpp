@@ -188,6 +188,9 @@ TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
     const double base = module.find("MODE=4") != std::string::npos ? 50.0 : 100.0;
     return worker == 1 ? 0.9 * base : base;
   });
+  // Measurements that take a while: a worker busy with one leaves the next to the other (with
+  // instant ones, one worker's thread could take every job: 14 runs in 150).
+  executor.delay_ms = {20, 20};
   LoopRun run = start_loop("executor-keep");
   run_with(run, executor, 10);
   const auto rows = read_results(run.ws / kResultsFile);
