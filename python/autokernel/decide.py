@@ -22,7 +22,7 @@ from typing import Optional
 
 import torch
 
-from .outputs import TOLERANCE, clone_output, first_difference
+from .outputs import clone_output, first_difference
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
 from .timing import compile_state, forward_in_mode, reset_compiled, timed_call_us, wall_times_us
@@ -279,7 +279,6 @@ class Bench:
                 switch(applied=False)
                 forward(given)
             TABLE.reset_counts()
-            tolerance = TOLERANCE.get(self.loaded.dtype, TOLERANCE[torch.float32])
             for call in range(1, PAIRED_ROUNDS * iterations + 1):
                 given, returned = forward.next_inputs(), []
                 switch(applied=True)
@@ -294,7 +293,7 @@ class Bench:
                                        f"switch back from the compiled graph with them")
                 # Every timed call is checked, so no call can tell whether it counts: a kernel right
                 # on the calls verify compares and wrong (or idle) on the others is caught here.
-                why = first_difference(returned.pop(), ours_output, tolerance)
+                why = first_difference(returned.pop(), ours_output, self.loaded.dtype)
                 if why:
                     raise RuntimeError(f"timed call {call} with the kernels did not compute PyTorch alone's output "
                                        f"on the same inputs: {why}")

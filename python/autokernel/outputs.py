@@ -38,8 +38,8 @@ def clone_output(output):
     return output
 
 
-def difference(reference, got, tolerance):
-    """(relative error or None, why `got` is not `reference` within `tolerance`, or None)."""
+def _difference(reference, got, tolerance):
+    """(relative L2 error or None, why `got` cannot be compared with `reference`, or None)."""
     if got.shape != reference.shape:
         return None, f"shape {list(got.shape)}, expected {list(reference.shape)}"
     if not got.is_floating_point():  # (token ids, say) as numbers: a tie broken the other way is small
@@ -47,18 +47,31 @@ def difference(reference, got, tolerance):
     if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(reference).all()):
         return None, "non-finite values where the expected output has none"
     # the difference in the outputs' dtype (its rounding is far below any tolerance), summed in float64
-    error = float(torch.linalg.vector_norm(got - reference, dtype=torch.float64)
-                  / torch.linalg.vector_norm(reference, dtype=torch.float64).clamp_min(1e-300))
-    return error, None if error <= tolerance else f"relative error {error:.3g} over {tolerance:g}"
+    return float(torch.linalg.vector_norm(got - reference, dtype=torch.float64)
+                 / torch.linalg.vector_norm(reference, dtype=torch.float64).clamp_min(1e-300)), None
 
 
-def first_difference(reference, got, tolerance):
-    """Why output `got` is not `reference` (the first of its tensors that is not), or None."""
-    expected, ours = flatten(reference), flatten(got)
-    if len(expected) != len(ours):
-        return f"{len(ours)} output tensors, expected {len(expected)}"
-    for (name, ref), (_, tensor) in zip(expected, ours):
-        _, why = difference(ref, tensor, tolerance)
-        if why:
-            return f"{name}: {why}"
+def compare(reference, ours, dtype, label=""):
+    """A row per output tensor of `ours` against `reference` (name, shape, tolerance, ok, and the
+    relative error or the reason it has none), and one more where the tensors do not pair up."""
+    tolerance, suffix = TOLERANCE[dtype], f" ({label})" if label else ""
+    expected, got = flatten(reference), flatten(ours)
+    rows = []
+    for (name, ref), (_, tensor) in zip(expected, got):
+        error, why = _difference(ref, tensor, tolerance)
+        row = {"name": name + suffix, "shape": list(ref.shape), "tolerance": tolerance}
+        row.update({"ok": error <= tolerance, "relative_error": error} if why is None else {"ok": False, "reason": why})
+        rows.append(row)
+    if len(expected) != len(got):
+        rows.append({"name": f"(outputs{suffix})", "ok": False, "reason": "a different number of output tensors"})
+    return rows
+
+
+def first_difference(reference, ours, dtype):
+    """Why output `ours` is not `reference` within dtype's tolerance (its first tensor that is not),
+    or None."""
+    for row in compare(reference, ours, dtype):
+        if not row["ok"]:
+            return f"{row['name']}: " + (row.get("reason") or
+                                         f"relative error {row['relative_error']:.3g} over {row['tolerance']:g}")
     return None

@@ -4,6 +4,7 @@ the same treatment of PyTorch's own.
 """
 import torch
 
+from .outputs import compare
 from .runtime import apply as applying
 from .timing import median_us, synchronize
 
@@ -35,7 +36,7 @@ def _replayed(bench, name, timing):
     return output
 
 
-def replay_timing(bench, reference, kernels, compare):
+def replay_timing(bench, reference, kernels):
     """Replay times of eager and of eager with `kernels` applied, and the replay's output check."""
     timing = {"kernels": list(kernels)}
     model = bench.loaded.model

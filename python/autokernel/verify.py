@@ -17,13 +17,12 @@ import torch
 from . import loading
 from .decide import MARGIN, Bench, decide, earlier_winners_first
 from .loading import BridgeError
-from .outputs import TOLERANCE, clone_output, difference, flatten
+from .outputs import clone_output, compare
 from .replay import replay_timing
 from .runtime import apply as applying
 from .runtime import custom_ops, manifest
 from .runtime.kernel_table import TABLE
 from .timing import COMPILE_MODES, device_name
-
 
 
 @dataclass
@@ -32,19 +31,6 @@ class Settings:
     iterations: int
     budget_s: float
     decide: bool = True  # False: every candidate plugged in, no timing decision
-
-
-def compare(reference, ours, dtype, label):
-    rows = []
-    for (name, ref), (_, got) in zip(flatten(reference), flatten(ours)):
-        row = {"name": f"{name} ({label})", "shape": list(ref.shape), "tolerance": TOLERANCE[dtype]}
-        error, why = difference(ref, got, TOLERANCE[dtype])
-        row.update(ok=why is None, **({"relative_error": error} if error is not None else {}),
-                   **({"reason": why} if why and error is None else {}))
-        rows.append(row)
-    if len(flatten(reference)) != len(flatten(ours)):
-        rows.append({"name": f"(outputs, {label})", "ok": False, "reason": "a different number of output tensors"})
-    return rows
 
 
 def _modes(args, gpu):
@@ -192,7 +178,7 @@ def verify(args, progress):
     kept = kept_in(decisions, "eager")
     replay, graph_outputs = {}, []
     if gpu and bench.affordable("eager"):
-        replay, graph_outputs = replay_timing(bench, reference, kept or candidates, compare)
+        replay, graph_outputs = replay_timing(bench, reference, kept or candidates)
     elif gpu:
         replay = {"note": f"skipped: the budget ({bench.settings.budget_s:.0f} s) ran out"}
     if gpu and candidates and not kept:  # what the kernels give without launch costs, not a plugged set

@@ -69,7 +69,7 @@ class _Dispatch:
     def __init__(self, module, captures, original):
         self.module, self.captures, self.original = module, captures, original
         self.calls = [_FlatCall(c) for c in captures]
-        self.layouts = [CallLayout(original, *c.traced_layout()) for c in captures]
+        self.layouts = [CallLayout(original, *c.traced_layout) for c in captures]
         self.warned = False
 
     def __call__(self, *args, **kwargs):

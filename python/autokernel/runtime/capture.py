@@ -40,16 +40,14 @@ class Capture:
     leaves: tuple = field(repr=False)
     # Whether the traced call was tensors passed by position alone (then its leaves are those)
     positional_tensors: bool = field(init=False, repr=False)
+    # How many arguments the traced call passed by position, and the names of the others
+    traced_layout: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
         args, kwargs = self.spec.unflatten(list(self.leaves))
         self.positional_tensors = (not kwargs and len(args) == len(self.leaves)
                                    and all(leaf[0] == "tensor" for leaf in self.leaves))
-
-    def traced_layout(self):
-        """How many arguments the traced call passed by position, and the names of the others."""
-        args, kwargs = self.spec.unflatten(list(self.leaves))
-        return len(args), list(kwargs)
+        self.traced_layout = (len(args), list(kwargs))
 
     def accepts(self, args, kwargs, training):
         if training != self.training:
