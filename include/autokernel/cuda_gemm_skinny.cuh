@@ -2,9 +2,11 @@
 // A[M, K] B for M = 1..16 (B[K, N]: 1..8), where the product is one read of B and a tensor-core
 // tile of 64 or 128 rows would be mostly padding. Memory-bound: each element of B is read once, in 16-byte
 // loads that do not allocate in L1, so that L1 keeps A, which every warp of an SM reads.
-//   NK  B a Linear's [N, K] weight (k contiguous). A warp owns R rows of B (R columns of C, R = 2,
-//       4 at M > 4); each lane takes 8 consecutive k, the warp 256 per step, and the lanes' sums
-//       are added at the end by warp_sum (a fixed butterfly order).
+//   NK  B a Linear's [N, K] weight (k contiguous). Up to M = simt_max_m on CUDA cores: a warp owns
+//       R rows of B (R columns of C, R = 2, 4 at M > 4); each lane takes 8 consecutive k, the warp
+//       256 per step, and the lanes' sums are added at the end by warp_sum (a fixed butterfly
+//       order). Above it on the tensor cores (cuda_gemm_skinny_mma.cuh), where M multiply-adds per
+//       element of B would run out of FMA issue first.
 //   KN  B[K, N] (n contiguous). A block owns 256 columns of C, a lane 8 consecutive ones; warp w
 //       reads rows 8w..8w+7 of every 64 rows of its K range. The warps' sums are added in shared
 //       memory by a fixed tree (4 + 4, 2 + 2, 1 + 1 warps).
@@ -13,7 +15,8 @@
 // (cuda_gemm_splits.cuh). No atomics: repeated runs are bitwise equal. Needs 16-byte aligned
 // rows of A and B, K a multiple of 8, and for KN N a multiple of 8; other calls get
 // AK_ERR_UNSUPPORTED and take the tiled paths.
-//   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k)   split_k: 0 chooses, n > 0 forces n
+//   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k, limits)
+//     split_k: 0 chooses, n > 0 forces n; limits (RowLimits): the M each path takes
 // C++17, header-only.
 #pragma once
 
@@ -23,12 +26,11 @@
 #include <type_traits>
 
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_skinny_mma.cuh"
 #include "autokernel/cuda_gemm_splits.cuh"
 
 namespace ak_gemm::skinny {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
 constexpr int kVec = 8;                         // 16-bit elements in 16 bytes
 constexpr int kStepNK = 32 * kVec;              // k a warp reads of each of its rows per step (NK)
 constexpr int kColsKN = 32 * kVec;              // columns of C per block (KN)
@@ -40,28 +42,9 @@ constexpr int rows_per_warp() {
   return MR > 4 ? 4 : 2;
 }
 
-// 16 bytes of B: read once, so not kept in L1 (A is).
-__device__ __forceinline__ uint4 load_streaming(const void* p) {
-  uint4 r;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-      : "l"(p));
-  return r;
-}
-
 template <typename T>
 __device__ __forceinline__ void unpack(uint4 raw, float (&out)[kVec]) {
   ak_cuda::Vec16<T>{raw}.to_floats(out);
-}
-
-// A split's sum: into C, rounded, or into the workspace's slice of this split.
-template <typename T>
-__device__ __forceinline__ void put(float sum, int row, int col, int n, T* c, int64_t ldc, float* ws,
-                                    int64_t slice) {
-  if (ws != nullptr)
-    ws[blockIdx.y * slice + static_cast<int64_t>(row) * n + col] = sum;
-  else
-    c[row * ldc + col] = from_float<T>(sum);
 }
 
 template <typename T, int MR, int R>
@@ -153,12 +136,18 @@ __global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, c
   }
 }
 
+// Which M each path takes (kernels/cuda/matmul.cu: SKINNY_SIMT_MAX_M, SKINNY_MAX_M).
+struct RowLimits {
+  int simt_max_m;  // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
+  int max_m;       // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
+};
+
 template <typename T, BLayout L>
-bool eligible(const GemmProblem<T, 1>& p) {
+bool eligible(const GemmProblem<T, 1>& p, RowLimits limits) {
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    const int max_rows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;
+    const int max_rows = std::min(limits.max_m, L == BLayout::NK ? kMaxMmaCols : kMaxRowsKN);
     if (p.m < 1 || p.m > max_rows || p.n < 1 || p.k % kVec != 0) return false;
     const bool a_ok = ak_cuda::can_vectorize(p.a, p.k, p.m == 1 ? p.k : p.lda);
     if constexpr (L == BLayout::NK)
@@ -178,10 +167,40 @@ int with_rows(int m, F&& f) {
   return f(std::integral_constant<int, kMaxRows>{});
 }
 
+// C^T = W A^T on the tensor cores (cuda_gemm_skinny_mma.cuh): 16 rows of W a block.
+template <typename T>
+int launch_mma_nk(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
+                  int64_t sms) {
+  const int64_t blocks = (p.n + kMmaRows - 1) / kMmaRows;
+  const int64_t slice = static_cast<int64_t>(p.m) * p.n;
+  // A split gives each of a block's warps at least one turn.
+  const Splits s =
+      choose_splits(p.k, blocks, 2 * sms, kWarps * kMmaStepK, INT_MAX, kMmaStepK, slice, split_k);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
+  auto run = [&](float* ws) {
+    const auto go = [&](auto kernel) {
+      kernel<<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
+    };
+    if (p.m <= 8)
+      go(mma_nk_kernel<T, 1>);
+    else if (p.m <= 16)
+      go(mma_nk_kernel<T, 2>);
+    else
+      go(mma_nk_kernel<T, 4>);
+    return ak_cuda::check_launch();
+  };
+  if (s.count == 1) return run(nullptr);
+  return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
+}
+
 template <typename T, BLayout L>
-int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k) {
-  if (!eligible<T, L>(p)) return AK_ERR_UNSUPPORTED;
+int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
+                       RowLimits limits) {
+  if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  if constexpr (L == BLayout::NK)
+    if (p.m > std::min(limits.simt_max_m, kMaxRowsNK))
+      return launch_mma_nk<T>(p, c, ldc, stream, split_k, sms);
   constexpr int kMaxRows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;
   return with_rows<kMaxRows>(p.m, [&](auto rows) {
     constexpr int MR = decltype(rows)::value;
