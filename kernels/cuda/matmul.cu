@@ -30,13 +30,13 @@
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
 //           base and row stride 16-byte aligned, else the stores go from registers).
-//   skinny  fp16/bf16 when SKINNY = 1 and M <= SKINNY_MAX_M (8 for B[K, N]; decode), rows 16-byte
-//           aligned, K (and for B[K, N] N) a multiple of 8: memory-bound, B read once in 16-byte
-//           loads by warps that each own a few columns of C (B a Linear's [N, K], M <=
-//           SKINNY_SIMT_MAX_M) or lanes that own 8 columns each (B[K, N]), on CUDA cores; B as
-//           [N, K] at larger M on the tensor cores, a block per 16 columns of C (mma.m16n8k16 from
-//           registers, no shared memory); split along K when the columns give too few blocks
-//           (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
+//   skinny  fp16/bf16 when SKINNY = 1 (the default) and M <= SKINNY_MAX_M (8 for B[K, N];
+//           decode), rows 16-byte aligned, K (and for B[K, N] N) a multiple of 8: memory-bound,
+//           B read once in 16-byte loads. B a Linear's [N, K]: on the tensor cores, a block per
+//           16 columns of C (mma.m16n8k16 from registers, no shared memory), or up to
+//           SKINNY_SIMT_MAX_M rows on CUDA cores, warps owning a few columns of C; B[K, N]: on
+//           CUDA cores, lanes owning 8 columns each. Split along K when the columns give too few
+//           blocks (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
 //   tf32x3  fp32 on Hopper when TF32X3 = 1 and the output gives at least half a wave of 128 x
 //           128 tiles (K >= 32, the workspace within 1 GiB): A and B split into TF32 halves
 //           (x = hi + lo) in a workspace, B transposed to [N, K], then lo_a hi_b + hi_a lo_b +
@@ -82,9 +82,12 @@
 //   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= SKINNY_MAX_M), before
 //                     wgmma; SPLIT_K sets its splits as it does wgmma's
 //   SKINNY_SIMT_MAX_M the largest M that the skinny variant takes on CUDA cores with B as
-//                     [N, K]; above it, the tensor cores. Not a @tune: a crossover, measured.
+//                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
+//                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
+//                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 32; B[K, N]: 8).
-//                     Not a @tune either: where split-K's tiles take over, measured.
+//                     16: at M = 32 (four 8-column operands, 139 registers, one block an SM) it
+//                     was no faster than split-K's tiles (33.7 against 33.2 us). Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
@@ -150,10 +153,10 @@
 #define TF32X3 1
 #endif
 #ifndef SKINNY
-#define SKINNY 0
+#define SKINNY 1
 #endif
 #ifndef SKINNY_SIMT_MAX_M
-#define SKINNY_SIMT_MAX_M 2
+#define SKINNY_SIMT_MAX_M 0
 #endif
 #ifndef SKINNY_MAX_M
 #define SKINNY_MAX_M 16

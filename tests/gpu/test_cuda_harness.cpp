@@ -94,7 +94,8 @@ TEST_F(CudaHarness, MatmulDefaultsPassEveryStageAtEachWidthTheyPick) {
   }
 }
 
-// Decode shapes (M of 1 to 64 against a model's weights): the output's tiles fill under half the
+// Decode shapes (M of 1 to 64 against a model's weights) on the wgmma tiles (SKINNY = 0; the
+// defaults take M <= 16 to the skinny variant): the output's tiles fill under half the
 // SMs, so the defaults cut K into splits (64 tiles of 64 columns, two splits each, on 132 SMs)
 // whose partial sums a second kernel adds in order. Every stage passes (determinism among them:
 // no atomics), with B in both layouts and four splits forced at BLOCK_N 128, and the defaults'
@@ -106,8 +107,8 @@ TEST_F(CudaHarness, MatmulSplitKPassesEveryStageAndBeatsOneSplitOnDecodeShapes) 
     bool faster;  // the splits must beat one split
   };
   for (const auto& [defines, shape, dtype, faster] :
-       std::vector<Case>{{"", "16x4096x4096:b_nk=1", "fp16", true},
-                         {"", "1x4096x11008", "bf16", true},
+       std::vector<Case>{{"#define SKINNY 0", "16x4096x4096:b_nk=1", "fp16", true},
+                         {"#define SKINNY 0", "1x4096x11008", "bf16", true},
                          {"#define BLOCK_N 128\n#define STAGES 4\n#define SPLIT_K 4", "64x4096x4096:b_nk=1",
                           "bf16", false}}) {
     const auto split = bench(starter_with("matmul", defines), "matmul", shape, {"--dtype", dtype});
