@@ -9,6 +9,7 @@ import unittest
 import warnings
 
 import torch
+from torch.utils import _pytree as pytree
 from support import HAVE_TRANSFORMERS, host_module, relative_error, transformers_models
 
 import autokernel
@@ -162,6 +163,77 @@ class TransformersClasses(unittest.TestCase):
         calls = dict(TABLE.calls)
         for op, sites in (("rmsnorm", 5), ("rotary_embedding", 4), ("fused_mlp", 2)):
             self.assertEqual(calls.get(f"host_{op}", 0), sites, calls)
+
+    def test_generate_after_apply_gives_eagers_tokens_and_says_why_ours_sat_out(self):
+        # model.generate() calls forward with a cache and flags the traced call did not have (and
+        # each step after the first with one token): those calls run the model's own forward, so
+        # the tokens are eager's, and a warning names the difference. The traced call stays ours.
+        model = self.model = build_model("llama")
+        with torch.no_grad():
+            expected = model.generate(self.ids, max_new_tokens=4, do_sample=False)
+            logits = model(self.ids).logits
+        self.kernels = kernels_for_call(model, {"input_ids": self.ids})
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        autokernel.apply(model, (self.ids,))
+        TABLE.reset_counts()
+        with torch.no_grad(), self.assertLogs("autokernel", "WARNING") as logged:
+            got = model.generate(self.ids, max_new_tokens=4, do_sample=False)
+        self.assertTrue(torch.equal(expected, got), (expected, got))
+        self.assertEqual(sum(TABLE.calls.values()), 0)
+        self.assertIn("use_cache", logged.output[0])
+        with torch.no_grad():
+            self.assertLess(relative_error(logits, model(self.ids).logits), 1e-5)
+        self.assertEqual(TABLE.calls["host_flash_attention"], 2)
+
+    def test_with_the_cache_on_each_class_traces_whole_with_every_operator(self):
+        for name, (config_class, model_class, settings, sites) in transformers_models().items():
+            with self.subTest(name):
+                config = config_class(**{**settings, "use_cache": True})
+                config._attn_implementation = "sdpa"
+                captures, notes = capture.capture(model_class(config).eval(), (), {"input_ids": self.ids})
+                self.assertEqual(([c.path for c in captures], notes), ([""], []))
+                found, _ = rewrite.find_all(captures[0].graph)
+                ops = [m.op for m in rewrite.choose(found)]
+                for op in COUNTED:
+                    self.assertEqual(ops.count(op), 0 if op == "cross_entropy" else sites.get(op, 0), (op, ops))
+
+    def test_with_the_cache_on_every_operator_is_ours_and_the_cache_is_eagers(self):
+        # use_cache is on in a transformers configuration unless turned off: the model returns its
+        # key/value cache, which export flattens once transformers' own registration is made, so
+        # the model traces whole (without it: the final norm and lm_head alone), the cache comes
+        # back as eager's, and generate() goes on from it.
+        config_class, model_class, settings, sites = transformers_models()["llama"]
+        config = config_class(**{**settings, "use_cache": True})
+        config._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = self.model = model_class(config).eval()
+        with torch.no_grad():
+            expected = model(self.ids)
+            tokens = model.generate(self.ids, max_new_tokens=4, do_sample=False)
+        self.kernels = kernels_for_call(model, {"input_ids": self.ids})
+        for kernel in self.kernels:
+            TABLE.add(kernel)
+        autokernel.apply(model, (self.ids,))
+        TABLE.reset_counts()
+        with torch.no_grad():
+            got = model(self.ids)
+        self.assertLess(relative_error(expected.logits, got.logits), 1e-5)
+        calls = dict(TABLE.calls)
+        for op in COUNTED:
+            self.assertEqual(calls.get(f"host_{op}", 0), 0 if op == "cross_entropy" else sites.get(op, 0), (op, calls))
+        cached = [pytree.tree_leaves(out.past_key_values) for out in (expected, got)]
+        self.assertEqual(len(cached[0]), 2 * config.num_hidden_layers)  # keys and values of each layer
+        for e, g in zip(*cached, strict=True):
+            self.assertLess(relative_error(e, g), 1e-5)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(tokens, model.generate(self.ids, max_new_tokens=4, do_sample=False)))
+        TABLE.reset_counts()
+        with torch.no_grad():
+            compiled = torch.compile(model, fullgraph=True)(self.ids)
+        self.assertLess(relative_error(expected.logits, compiled.logits), 1e-5)
+        self.assertEqual(TABLE.calls["host_flash_attention"], 2)  # the cache's values made contiguous
+        self.assertEqual(dict(TABLE.fallbacks), {})
 
     def test_training_gives_eagers_gradients(self):
         # Applied to the model in training mode (a call in the other mode runs the model's own

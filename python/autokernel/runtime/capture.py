@@ -3,11 +3,17 @@ Python runs as it is, so any module or function structure traces). A model that 
 whole (data-dependent control flow, an unsupported construct) is traced part by part: each child
 module with the inputs it received, recursively, and what still does not trace runs as it is.
 
+A transformers model returns its key/value cache (a `DynamicCache`, whenever the configuration's
+use_cache is on: the default) in its output, which export cannot flatten unless the cache type is a
+registered pytree; transformers' own registration for export is made first, so such a model traces
+whole, the cache rebuilt from the graph's outputs.
+
 A graph is specialised to its example call: the shapes and dtypes of its tensors, its other
 arguments and the module's training flag. `Capture.accepts` says whether a call is one the graph
 was traced for; any other call runs the module's own forward.
 """
 import contextlib
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -125,8 +131,22 @@ def _first_inputs(model, args, kwargs):
     return seen
 
 
+def _register_transformers_caches():
+    """transformers' caches as pytrees (its registration for torch.export, kept: the rewritten
+    graph's outputs are rebuilt into a cache on every call). Only where the user's code has
+    imported transformers."""
+    if "transformers" not in sys.modules:
+        return
+    try:
+        from transformers.integrations.executorch import register_dynamic_cache_export_support
+    except ImportError:  # a transformers without it: such a model is traced part by part
+        return
+    register_dynamic_cache_export_support()
+
+
 def capture(model, args, kwargs, progress=lambda line: None):
     """Graphs covering as much of the model as traces, and a note for each part that does not."""
+    _register_transformers_caches()
     try:
         return [trace(model, args, kwargs)], []
     except Exception as e:  # the whole model does not trace: try its parts
@@ -138,7 +158,8 @@ def capture(model, args, kwargs, progress=lambda line: None):
     def visit(module, prefix):
         for name, child in module.named_children():
             path = f"{prefix}.{name}" if prefix else name
-            if child not in inputs:
+            if child not in inputs:  # not called itself (a ModuleList): its children may be
+                visit(child, path)
                 continue
             child_args, child_kwargs = inputs[child]
             try:
