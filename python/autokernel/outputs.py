@@ -1,9 +1,11 @@
 """A model's outputs, as verify and decide compare them: every tensor of an output (a tensor, a
-tuple, a list, a dict or a Hugging Face ModelOutput), copies that outlive the next call (a
+tuple, a list, a dict, a Hugging Face ModelOutput, or a registered pytree such as the key/value
+cache a transformers model returns), copies that outlive the next call (a
 compiled CUDA graph's outputs are overwritten by its next replay), and the relative L2 error of
 one output against another, within a tolerance per dtype.
 """
 import torch
+from torch.utils import _pytree as pytree
 
 # Largest relative L2 error of a model output, ||ours - eager|| / ||eager||, per dtype. A model
 # compounds each op's rounding over its layers: looser than one op's tolerance, far tighter than
@@ -21,6 +23,8 @@ def flatten(output, name="output"):
         return [pair for i, value in enumerate(output) for pair in flatten(value, f"{name}[{i}]")]
     if hasattr(output, "to_tuple"):
         return flatten(output.to_tuple(), name)
+    if type(output) in pytree.SUPPORTED_NODES:  # transformers' cache (capture registers it)
+        return [pair for i, leaf in enumerate(pytree.tree_leaves(output)) for pair in flatten(leaf, f"{name}<{i}>")]
     return []
 
 
@@ -35,6 +39,8 @@ def clone_output(output):
         return type(output)(clone_output(v) for v in output)
     if hasattr(output, "to_tuple"):  # a Hugging Face ModelOutput
         return tuple(clone_output(v) for v in output.to_tuple())
+    if type(output) in pytree.SUPPORTED_NODES:
+        return pytree.tree_map(clone_output, output)
     return output
 
 

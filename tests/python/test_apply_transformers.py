@@ -13,6 +13,7 @@ from torch.utils import _pytree as pytree
 from support import HAVE_TRANSFORMERS, host_module, relative_error, transformers_models
 
 import autokernel
+from autokernel import outputs
 from autokernel.runtime import capture, rewrite
 from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
 
@@ -226,6 +227,12 @@ class TransformersClasses(unittest.TestCase):
         self.assertEqual(len(cached[0]), 2 * config.num_hidden_layers)  # keys and values of each layer
         for e, g in zip(*cached, strict=True):
             self.assertLess(relative_error(e, g), 1e-5)
+        # verify compares the cache too: a wrong value in it is named
+        self.assertEqual(len(outputs.flatten(got)), 1 + len(cached[1]))
+        copy = outputs.clone_output(got)
+        self.assertIsNone(outputs.first_difference(copy, got, torch.float32))
+        cached[1][-1].add_(1.0)
+        self.assertRegex(outputs.first_difference(copy, got, torch.float32), r"^output\.\w+<\d+>: relative error")
         with torch.no_grad():
             self.assertTrue(torch.equal(tokens, model.generate(self.ids, max_new_tokens=4, do_sample=False)))
         TABLE.reset_counts()
