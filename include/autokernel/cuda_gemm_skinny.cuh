@@ -168,26 +168,21 @@ int with_rows(int m, F&& f) {
   return f(std::integral_constant<int, kMaxRows>{});
 }
 
-// C^T = W A^T on the tensor cores (cuda_gemm_skinny_mma.cuh): 16 rows of W a block.
+// The kernels' one signature: (a, lda, b, ldb, m, n, k, chunk, c, ldc, workspace or null).
 template <typename T>
-int launch_mma_nk(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
-                  int64_t sms) {
-  const int64_t blocks = (p.n + kMmaRows - 1) / kMmaRows;
+using Kernel = void (*)(const T*, int64_t, const T*, int64_t, int, int, int, int, T*, int64_t, float*);
+
+// kernel over `blocks` column blocks, K cut into splits of `granule` multiples (each at least
+// min_k unless forced): into C, or into the workspace and then added in split order.
+template <typename T>
+int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
+                 int split_k, int64_t blocks, int min_k, int granule) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const int64_t slice = static_cast<int64_t>(p.m) * p.n;
-  // A split gives each of a block's warps at least one turn.
-  const Splits s =
-      choose_splits(p.k, blocks, 2 * sms, kWarps * kMmaStepK, INT_MAX, kMmaStepK, slice, split_k);
+  const Splits s = choose_splits(p.k, blocks, 2 * sms, min_k, INT_MAX, granule, slice, split_k);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
   auto run = [&](float* ws) {
-    const auto go = [&](auto kernel) {
-      kernel<<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
-    };
-    if (p.m <= 8)
-      go(mma_nk_kernel<T, 1>);
-    else if (p.m <= 16)
-      go(mma_nk_kernel<T, 2>);
-    else
-      go(mma_nk_kernel<T, 4>);
+    kernel<<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
     return ak_cuda::check_launch();
   };
   if (s.count == 1) return run(nullptr);
@@ -198,32 +193,29 @@ template <typename T, BLayout L>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
                        RowLimits limits) {
   if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  if constexpr (L == BLayout::NK)
-    if (p.m > std::min(limits.simt_max_m, kMaxRowsNK))
-      return launch_mma_nk<T>(p, c, ldc, stream, split_k, sms);
+  if constexpr (L == BLayout::NK) {
+    if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {  // C^T = W A^T on the tensor cores
+      const Kernel<T> kernel = p.m <= 8    ? mma_nk_kernel<T, 1>
+                               : p.m <= 16 ? mma_nk_kernel<T, 2>
+                                           : mma_nk_kernel<T, 4>;
+      // A split gives each of a block's warps at least one turn.
+      return launch_split<T>(kernel, p, c, ldc, stream, split_k, (p.n + kMmaRows - 1) / kMmaRows,
+                             kWarps * kMmaStepK, kMmaStepK);
+    }
+  }
   constexpr int kMaxRows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;
   return with_rows<kMaxRows>(p.m, [&](auto rows) {
     constexpr int MR = decltype(rows)::value;
-    constexpr bool kNK = L == BLayout::NK;
-    constexpr int R = rows_per_warp<MR>();
-    const int64_t blocks = kNK ? (p.n + kWarps * R - 1) / (kWarps * R) : (p.n + kColsKN - 1) / kColsKN;
-    const int granule = kNK ? kStepNK : kRowsKN;
-    const int64_t slice = static_cast<int64_t>(p.m) * p.n;
-    // A split pays for its partial sums from 2 steps of K (NK: 512 k a row; KN: 128 rows).
-    const Splits s = choose_splits(p.k, blocks, 2 * sms, 2 * granule, INT_MAX, granule, slice, split_k);
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
-    auto run = [&](float* ws) {
-      if constexpr (kNK)
-        nk_kernel<T, MR, R>
-            <<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
-      else
-        kn_kernel<T, MR>
-            <<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
-      return ak_cuda::check_launch();
-    };
-    if (s.count == 1) return run(nullptr);
-    return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
+    if constexpr (L == BLayout::NK) {
+      constexpr int R = rows_per_warp<MR>();
+      // A split pays for its partial sums from 2 steps of K (512 k a row).
+      return launch_split<T>(nk_kernel<T, MR, R>, p, c, ldc, stream, split_k,
+                             (p.n + kWarps * R - 1) / (kWarps * R), 2 * kStepNK, kStepNK);
+    } else {
+      // A split pays for its partial sums from 2 steps of K (128 rows).
+      return launch_split<T>(kn_kernel<T, MR>, p, c, ldc, stream, split_k, (p.n + kColsKN - 1) / kColsKN,
+                             2 * kRowsKN, kRowsKN);
+    }
   });
 }
 

@@ -23,7 +23,7 @@ namespace ak_gemm::skinny {
 constexpr int kMmaRows = 16;               // rows of W per block
 constexpr int kMmaSteps = 4;               // 32-k steps a warp loads before its mma
 constexpr int kMmaStepK = 32 * kMmaSteps;  // k a warp covers per turn
-constexpr int kMaxMmaCols = 16;            // rows of A: two 8-column mma operands
+constexpr int kMaxMmaCols = 32;            // rows of A: up to four 8-column mma operands
 
 // The mma fragments of 16 rows x 32 k, s = 0, 1 the two k16 steps, from 16-byte loads: `lo` of
 // row g = lane / 4, `hi` of row g + 8, `x` of A's row g, each at k = 8 (lane % 4) of the 32. Logical

@@ -86,8 +86,9 @@
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
 //                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 32; B[K, N]: 8).
-//                     16: at M = 32 (four 8-column operands, 139 registers, one block an SM) it
-//                     was no faster than split-K's tiles (33.7 against 33.2 us). Not a @tune.
+//                     16: measured up to there. Above it, four 8-column operands (139
+//                     registers, one block an SM) compile and are checked by the GPU test, not yet
+//                     timed. Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //

@@ -82,10 +82,18 @@ class Emitter:
         return [self(operator.getitem, node, i) for i in range(len(OPS[name].outputs))]
 
     # Each adapter is left out where the traced values show it changes nothing: in eager every
-    # call in the graph costs its dispatch, and a forward pass has hundreds of them.
+    # call in the graph costs its dispatch, and a forward pass has hundreds of them. A cat's result
+    # is made contiguous even where the traced one is: a transformers model with its cache on writes
+    # k and v into the cache by a cat onto an empty tensor, contiguous in eager, and Inductor drops
+    # that cat (v reached attention transposed, and PyTorch ran it). On a tensor already contiguous
+    # the call returns it as it is.
     def contiguous(self, node):
-        v = val(self._current(node))
-        return node if v is not None and v.is_contiguous() else self(aten.contiguous.default, node)
+        current = self._current(node)
+        v = val(current)
+        if v is not None and v.is_contiguous() and not (current.op == "call_function"
+                                                         and current.target is aten.cat.default):
+            return node
+        return self(aten.contiguous.default, node)
 
     def reshape(self, node, shape):
         v = val(self._current(node))

@@ -47,16 +47,6 @@ def _mask_causality(info, mask, s):
     return None
 
 
-def _contiguous(e, node):
-    """The kernels' layout. A cat's result is made contiguous even where the traced one is: a
-    transformers model with its cache on writes k and v into the cache by a cat onto an empty
-    tensor, contiguous in eager, and Inductor drops that cat (v reached the kernel transposed, and
-    PyTorch ran it). On a tensor already contiguous the call returns it as it is."""
-    if node.op == "call_function" and node.target is aten.cat.default:
-        return e(aten.contiguous.default, node)
-    return e.contiguous(node)
-
-
 def _shared_heads(info, node, heads):
     """For a key or value whose heads are copies (repeat_kv), the tensor holding the shared ones."""
     b, h, s, d = shape(node)
@@ -117,7 +107,7 @@ def _sdpa(node, info):
                     region, label, k, v = whole, "sdpa with repeated key/value heads", k0, v0
 
     def emit(e):
-        (o,) = e.op("flash_attention", [_contiguous(e, t) for t in (q, k, v)], [scale, causal])
+        (o,) = e.op("flash_attention", [e.contiguous(q), e.contiguous(k), e.contiguous(v)], [scale, causal])
         return o
 
     return Match("flash_attention", label, node, region, [shape(q), shape(k), shape(v)], [scale, causal],
