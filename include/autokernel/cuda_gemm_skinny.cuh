@@ -1,5 +1,5 @@
 // Skinny products for decode, fp16/bf16 (kernels/cuda/matmul.cu with SKINNY = 1): C[M, N] =
-// A[M, K] B for M = 1..16 (32 possible; B[K, N]: 1..8), where the product is one read of B and a tensor-core
+// A[M, K] B for M = 1..32 (64 possible; B[K, N]: 1..8), where the product is one read of B and a tensor-core
 // tile of 64 or 128 rows would be mostly padding. Memory-bound: each element of B is read once, in 16-byte
 // loads that do not allocate in L1, so that L1 keeps A, which every warp of an SM reads.
 //   NK  B a Linear's [N, K] weight (k contiguous). Up to M = simt_max_m on CUDA cores: a warp owns
@@ -189,18 +189,28 @@ int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc
   return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
 }
 
+// f(std::integral_constant<int, NT>) with NT the 8-column mma operands that hold m rows
+// (m <= kMaxMmaCols).
+template <class F>
+int with_mma_operands(int m, F&& f) {
+  if (m <= 8) return f(std::integral_constant<int, 1>{});
+  if (m <= 16) return f(std::integral_constant<int, 2>{});
+  if (m <= 32) return f(std::integral_constant<int, 4>{});
+  return f(std::integral_constant<int, 8>{});
+}
+
 template <typename T, BLayout L>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
                        RowLimits limits) {
   if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
   if constexpr (L == BLayout::NK) {
     if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {  // C^T = W A^T on the tensor cores
-      const Kernel<T> kernel = p.m <= 8    ? mma_nk_kernel<T, 1>
-                               : p.m <= 16 ? mma_nk_kernel<T, 2>
-                                           : mma_nk_kernel<T, 4>;
-      // A split gives each of a block's warps at least one turn.
-      return launch_split<T>(kernel, p, c, ldc, stream, split_k, (p.n + kMmaRows - 1) / kMmaRows,
-                             kWarps * kMmaStepK, kMmaStepK);
+      return with_mma_operands(p.m, [&](auto nt) {
+        constexpr int NT = decltype(nt)::value, kStepK = 32 * kMmaSteps<NT>;
+        // A split gives each of a block's warps at least one turn.
+        return launch_split<T>(mma_nk_kernel<T, NT>, p, c, ldc, stream, split_k,
+                               (p.n + kMmaRows - 1) / kMmaRows, kWarps * kStepK, kStepK);
+      });
     }
   }
   constexpr int kMaxRows = L == BLayout::NK ? kMaxRowsNK : kMaxRowsKN;

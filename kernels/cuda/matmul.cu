@@ -85,10 +85,10 @@
 //                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
 //                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
-//   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 32; B[K, N]: 8).
-//                     16: measured up to there. Above it, four 8-column operands (139
-//                     registers, one block an SM) compile and are checked by the GPU test, not yet
-//                     timed. Not a @tune.
+//   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
+//                     32: on the H100 it beat the wgmma split-K above 16 rows on 4096 x 4096
+//                     (21.6 against 32.9 us at M = 32) but not at 32 x 11008 x 4096 (50.5
+//                     against 46.5), nor at 64 x 11008 x 4096 (71.7 against 47.2). Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
@@ -160,7 +160,7 @@
 #define SKINNY_SIMT_MAX_M 0
 #endif
 #ifndef SKINNY_MAX_M
-#define SKINNY_MAX_M 16
+#define SKINNY_MAX_M 32
 #endif
 
 namespace {

@@ -125,10 +125,10 @@ TEST_F(CudaHarness, MatmulSplitKPassesEveryStageAndBeatsOneSplitOnDecodeShapes) 
 // The skinny variant (SKINNY = 1): B read once, on CUDA cores up to SKINNY_SIMT_MAX_M rows and for
 // B[K, N], on the tensor cores above (B as [N, K], cuda_gemm_skinny_mma.cuh). Every stage passes
 // (their sweeps and edges give it small M against both layouts of B, and the calls it does not take
-// go to the tiled variants), each path also at M = 1 and with N and K off its tiles; and on decode
-// shapes it beats the wgmma split-K it replaces there, which reached 0.56-0.78x cuBLAS (H100,
-// twentieth session). At 8 x 32000 x 4096 split-K already streams B near the copy ceiling: there
-// skinny must only not lose.
+// go to the tiled variants), each path also at M = 1, with N and K off its tiles, and with one to
+// eight 8-column operands (M up to 64); and on decode shapes it beats the wgmma split-K it
+// replaces there (SKINNY 0), which reached 0.52-0.78x cuBLAS (H100, twentieth session). At
+// 8 x 32000 x 4096 split-K already streams B near the copy ceiling: there skinny must only not lose.
 TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
   struct Case {
     std::string shape, dtype, defines;
@@ -138,18 +138,20 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
        std::vector<Case>{{"1x4096x4096:b_nk=1", "fp16", "", 0.9},
                          {"1x4096x11008", "bf16", "", 0.9},
                          {"16x4096x4096:b_nk=1", "fp16", "", 0.9},
+                         {"32x4096x4096:b_nk=1", "fp16", "", 0.9},
                          {"8x32000x4096:b_nk=1", "bf16", "", 1.0},
                          {"13x1000x1000:b_nk=1", "bf16", "", 0},
                          {"3x1003x1000:b_nk=1", "fp16", "", 0},
                          {"5x1000x1000", "bf16", "", 0},
                          {"1x1000x1000:b_nk=1", "fp16", "#define SKINNY_SIMT_MAX_M 0", 0},
-                         {"27x2000x1032:b_nk=1", "bf16", "#define SKINNY_MAX_M 32", 0}}) {
+                         {"27x2000x1032:b_nk=1", "bf16", "", 0},
+                         {"50x2008x1032:b_nk=1", "bf16", "#define SKINNY_MAX_M 64", 0},
+                         {"61x2008x1032:b_nk=1", "fp16", "#define SKINNY_MAX_M 64", 0}}) {
     const auto skinny =
         bench(starter_with("matmul", "#define SKINNY 1\n" + defines), "matmul", shape, {"--dtype", dtype});
     ASSERT_EQ(skinny.value("status", ""), "PASS") << shape << " " << defines << "\n" << skinny.dump(2);
     if (most == 0) continue;
-    const auto tiled =
-        bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", dtype});
+    const auto tiled = bench(starter_with("matmul", "#define SKINNY 0"), "matmul", shape, {"--dtype", dtype});
     ASSERT_EQ(tiled.value("status", ""), "PASS") << shape << "\n" << tiled.dump(2);
     const double skinny_us = skinny["timing"]["median_us"], tiled_us = tiled["timing"]["median_us"];
     EXPECT_LT(skinny_us, most * tiled_us) << shape << ": skinny " << skinny_us << " us, split-K " << tiled_us;
