@@ -9,6 +9,19 @@ export LD_LIBRARY_PATH=$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRA
 export AUTOKERNEL_CACHE=${AUTOKERNEL_CACHE:-/tmp/autokernel-cache}
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 
+# The git tree of the files sent (tracked and untracked, not ignored), through a scratch index: the
+# device's copy of .git is not the checkout's, so its HEAD says nothing. Match a commit to a call
+# with `git rev-parse COMMIT^{tree}`.
+if [[ -z ${AK_TREE_PRINTED:-} ]]; then
+  scratch_index=$(mktemp -u)
+  tree=$(GIT_INDEX_FILE=$scratch_index git -c safe.directory='*' add -A 2>/dev/null &&
+    GIT_INDEX_FILE=$scratch_index git -c safe.directory='*' write-tree 2>/dev/null) || tree="unknown (no git)"
+  rm -f "$scratch_index"
+  echo "== tree $tree"
+  echo "$tree" >"$OUT/tree.txt"
+  export AK_TREE_PRINTED=1
+fi
+
 # build_autokernel [TESTS=ON|OFF] [ninja targets...]: configure build-gpu (warnings as errors) and
 # build the targets (default: the CLI); the log goes to $OUT/build.log, its tail to the terminal
 # on failure. Returns non-zero on failure, so callers say `build_autokernel ... || exit 1`.
