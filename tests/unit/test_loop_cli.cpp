@@ -130,12 +130,16 @@ TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
   const auto run = test::run_cli(args, 600);
   ASSERT_TRUE(run.ok()) << run.output;
   const auto rows = read_results(ws / kResultsFile);
-  ASSERT_GE(rows.size(), 6u) << run.output;
-  EXPECT_EQ(rows[0].at("decision"), "baseline") << rows[0].at("reason");
+  std::string log;  // each row's outcome, for a failure's message
+  for (const auto& r : rows)
+    for (const char* column : {"status", "stage", "decision", "reason"})
+      log += (r.contains(column) ? r.at(column) : "?") + (std::string(column) == "reason" ? "\n" : " ");
+  ASSERT_GE(rows.size(), 6u) << log << run.output;
+  EXPECT_EQ(rows[0].at("decision"), "baseline") << log;
   EXPECT_EQ(rows[1].at("status"), "COMPILE_ERROR");  // the broken file
   EXPECT_EQ(rows[2].at("stage"), "agent");           // the agent that never returned
   EXPECT_NE(rows[2].at("reason").find("timeout"), std::string::npos);
-  EXPECT_EQ(rows[3].at("decision"), "kept");  // the faster starter
+  EXPECT_EQ(rows[3].at("decision"), "kept") << log;  // the faster starter
   const std::string source = read_text_file(ws / "kernels" / "sum" / "sum.cpp");
   EXPECT_NE(source.find("#define REPEAT 1\n"), std::string::npos);
   EXPECT_NE(source.find("ak_launch"), std::string::npos);
