@@ -158,14 +158,14 @@ bool eligible(const GemmProblem<T, 1>& p, RowLimits limits) {
   }
 }
 
-// f(std::integral_constant<int, MR>) with MR the power of two that holds m rows (m <= kMaxRows).
-template <int kMaxRows, class F>
+// f(std::integral_constant<int, MR>) with MR the least power of two from `from` that holds m rows
+// (m <= kMaxRows, a power of two).
+template <int kMaxRows, int from = 1, class F>
 int with_rows(int m, F&& f) {
-  if (m <= 1) return f(std::integral_constant<int, 1>{});
-  if (m <= 2) return f(std::integral_constant<int, 2>{});
-  if (m <= 4) return f(std::integral_constant<int, 4>{});
-  if (kMaxRows <= 8 || m <= 8) return f(std::integral_constant<int, 8>{});
-  return f(std::integral_constant<int, kMaxRows>{});
+  if constexpr (from >= kMaxRows)
+    return f(std::integral_constant<int, kMaxRows>{});
+  else
+    return m <= from ? f(std::integral_constant<int, from>{}) : with_rows<kMaxRows, 2 * from>(m, f);
 }
 
 // The kernels' one signature: (a, lda, b, ldb, m, n, k, chunk, c, ldc, workspace or null).
@@ -189,24 +189,14 @@ int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc
   return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
 }
 
-// f(std::integral_constant<int, NT>) with NT the 8-column mma operands that hold m rows
-// (m <= kMaxMmaCols).
-template <class F>
-int with_mma_operands(int m, F&& f) {
-  if (m <= 8) return f(std::integral_constant<int, 1>{});
-  if (m <= 16) return f(std::integral_constant<int, 2>{});
-  if (m <= 32) return f(std::integral_constant<int, 4>{});
-  return f(std::integral_constant<int, 8>{});
-}
-
 template <typename T, BLayout L>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
                        RowLimits limits) {
   if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
   if constexpr (L == BLayout::NK) {
-    if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {  // C^T = W A^T on the tensor cores
-      return with_mma_operands(p.m, [&](auto nt) {
-        constexpr int NT = decltype(nt)::value, kStepK = 32 * kMmaSteps<NT>;
+    if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {      // C^T = W A^T on the tensor cores
+      return with_rows<kMaxMmaCols, 8>(p.m, [&](auto rows) {  // 8-column mma operands: rows / 8
+        constexpr int NT = decltype(rows)::value / 8, kStepK = 32 * kMmaSteps<NT>;
         // A split gives each of a block's warps at least one turn.
         return launch_split<T>(mma_nk_kernel<T, NT>, p, c, ldc, stream, split_k,
                                (p.n + kMmaRows - 1) / kMmaRows, kWarps * kStepK, kStepK);
