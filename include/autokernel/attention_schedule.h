@@ -14,7 +14,8 @@
 
 namespace ak_attention_sm90 {
 
-// Query rows per block, keys per K/V tile.
+// Query rows per block; keys per K/V tile of causal calls (a tile of 128 keys covers both
+// consumer warpgroups' diagonals). Non-causal calls may take wider tiles (Work's Keys).
 constexpr int kRows = 128, kKeys = 128;
 
 // CUDA's min on the device (the code the kernel was timed with), the same on the host.
@@ -48,7 +49,7 @@ struct Problem {
 //    and so on, dealt to the blocks in rounds that alternate direction (for_each_item_of), which
 //    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
 //    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
-template <bool Spread>
+template <bool Spread, int Keys = kKeys>
 struct Work {
   int m0, h, b, n_tiles;
   AK_SCHEDULE_FN Work(const Problem& p, int item) {
@@ -66,7 +67,7 @@ struct Work {
     h = hb % p.heads;
     b = hb / p.heads;
     const int end = p.causal ? lesser(p.seq, m0 + kRows) : p.seq;
-    n_tiles = (end + kKeys - 1) / kKeys;
+    n_tiles = (end + Keys - 1) / Keys;
   }
 };
 

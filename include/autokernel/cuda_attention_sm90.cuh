@@ -13,13 +13,13 @@ namespace ak_attention_sm90 {
 // One thread: for each of this block's items, Q into its buffer once the consumers are done with
 // that buffer's last item, then the item's K/V tiles into the ring. `slot` counts ring positions
 // across items, so the ring runs on from one item into the next.
-template <int D, bool Spread>
+template <int D, int Keys, bool Spread>
 __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
-                                        uint32_t smem, const Barriers<D>& bar, const Problem& p) {
-  using L = Layout<D>;
+                                        uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p) {
+  using L = Layout<D, Keys>;
   int slot = 0;
   for_each_item<Spread>(p, [&](int item, int round) {
-    const Work<Spread> w(p, item);
+    const Work<Spread, Keys> w(p, item);
     const int kv_h = w.h / p.group;
     // A fresh barrier counts its previous phase as done.
     mbar_wait(bar.q_empty(round), bar.q_phase(round) ^ 1);
@@ -30,13 +30,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
     for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
       mbar_wait(bar.empty(slot), bar.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.full(slot), L::kStageBytes);
-      const uint32_t k = smem + L::kRingBytes + (slot % kStages) * L::kStageBytes, v = k + L::kKBytes;
+      const uint32_t k = smem + L::kRingBytes + (slot % L::kStages) * L::kStageBytes, v = k + L::kKBytes;
       for (int dh = 0; dh < L::kSlabs; ++dh)
-        tma_load_4d(k + dh * kSlabBytes, mk, dh * 64, tile * kKeys, kv_h, w.b, bar.full(slot));
-      for (int kh = 0; kh < 2; ++kh)
+        tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.full(slot));
+      for (int kh = 0; kh < Keys / L::kVBoxKeys; ++kh)
         for (int dh = 0; dh < L::kSlabs; ++dh)
-          tma_load_4d(v + kh * L::kVHalfBytes + dh * kBoxBytes, mv, dh * 64, tile * kKeys + kh * 64, kv_h,
-                      w.b, bar.full(slot));
+          tma_load_4d(v + kh * L::kVGroupBytes + dh * L::kVBoxBytes, mv, dh * 64,
+                      tile * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.full(slot));
     }
   });
 }
@@ -48,13 +48,14 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
 // Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T, rescales O while that runs, issues
 // O += P(t) V(t), and runs the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores;
 // P(t + 1) replaces P(t) in registers once that group has completed (FlashAttention-3's order).
-template <typename T, int D>
+template <typename T, int D, int Keys>
 struct Consumer {
-  using L = Layout<D>;
+  using L = Layout<D, Keys>;
+  static constexpr int kGroups = Keys / 8;  // 8-column groups of a score tile
   int c, warp, lane;
   float o[D / 2];
-  uint32_t pa[kKeys / 16][4];  // P of the tile in flight, as the register A operand
-  float rescale[2];            // what O must be multiplied by before the next P V
+  uint32_t pa[Keys / 16][4];  // P of the tile in flight, as the register A operand
+  float rescale[2];           // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
 
   // Masks, folds the tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
@@ -62,25 +63,25 @@ struct Consumer {
   // The row maxima and sums are trees over both rows at once, not chains of 32 dependent
   // instructions per row: the softmax is serial with this warpgroup's matrix products, and
   // Nsight Compute put its dependency stalls at 1.4 per issued instruction against cuDNN's 0.9.
-  __device__ __forceinline__ void softmax(float (&s)[64], const Problem& p, bool mask, int n0,
+  __device__ __forceinline__ void softmax(float (&s)[Keys / 2], const Problem& p, bool mask, int n0,
                                           int first_row) {
     const int g = lane / 4, t = lane % 4;
     if (mask) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) {
+      for (int i = 0; i < Keys / 2; ++i) {
         const int key = n0 + 8 * (i / 4) + 2 * t + (i & 1), row = first_row + g + 8 * ((i / 2) & 1);
         if (key >= p.seq || (p.causal && key > row)) s[i] = -INFINITY;
       }
     }
-    // Row r holds s[4 j + 2 r + {0, 1}], j = 0..15; four partial results per row, each a chain
-    // of 4 (the two rows' 8 chains interleave), then combined.
+    // Row r holds s[4 j + 2 r + {0, 1}], j < kGroups; four partial results per row, each a chain
+    // of kGroups / 4 (the two rows' 8 chains interleave), then combined.
     float part[2][4];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int k = 0; k < 4; ++k) part[r][k] = fmaxf(s[4 * k + 2 * r], s[4 * k + 2 * r + 1]);
 #pragma unroll
-    for (int j = 4; j < 16; ++j)
+    for (int j = 4; j < kGroups; ++j)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
         part[r][j % 4] = fmaxf(part[r][j % 4], fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
@@ -93,13 +94,14 @@ struct Consumer {
                                 : rows[r].update(row_max, shift[r]);
     }
 #pragma unroll
-    for (int i = 0; i < 64; ++i) s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
+    for (int i = 0; i < Keys / 2; ++i)
+      s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int k = 0; k < 4; ++k) part[r][k] = s[4 * k + 2 * r] + s[4 * k + 2 * r + 1];
 #pragma unroll
-    for (int j = 4; j < 16; ++j)
+    for (int j = 4; j < kGroups; ++j)
 #pragma unroll
       for (int r = 0; r < 2; ++r) part[r][j % 4] += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
 #pragma unroll
@@ -116,41 +118,41 @@ struct Consumer {
   }
 
   // P = s in 16 bits, once no P V is in flight.
-  __device__ __forceinline__ void take(const float (&s)[64]) {
+  __device__ __forceinline__ void take(const float (&s)[Keys / 2]) {
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk)
+    for (int kk = 0; kk < Keys / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) pa[kk][r] = ak_cuda::pack2<T>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
   }
 
-  __device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q, uint32_t k) {
+  __device__ __forceinline__ void issue_scores(float (&s)[Keys / 2], uint32_t q, uint32_t k) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) s[i] = 0.0f;
+    for (int i = 0; i < Keys / 2; ++i) s[i] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t step = (kk / 4) * kSlabBytes + (kk % 4) * 32;
-      wgmma<T, 128, false>(s, smem_desc(q + c * 8192 + step, 16, 1024), smem_desc(k + step, 16, 1024));
+      const uint32_t step = (kk % 4) * 32;
+      wgmma<T, Keys, false>(s, smem_desc(q + c * 8192 + (kk / 4) * kSlabBytes + step, 16, 1024),
+                            smem_desc(k + (kk / 4) * L::kKSlabBytes + step, 16, 1024));
     }
     wgmma_commit();
   }
 
   __device__ __forceinline__ void issue_pv(uint32_t v) {
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk)
-      wgmma_rs_trans<T, D>(o, pa[kk],
-                           smem_desc(v + (kk / 4) * L::kVHalfBytes + (kk % 4) * 2048, kBoxBytes, 1024));
+    for (int kk = 0; kk < Keys / 16; ++kk)
+      wgmma_rs_trans<T, D>(o, pa[kk], smem_desc(v + L::v_step(kk), L::kVBoxBytes, 1024));
     wgmma_commit();
   }
 
-  __device__ __forceinline__ void settle(float (&s)[64]) {
+  __device__ __forceinline__ void settle(float (&s)[Keys / 2]) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) fence_register(s[i]);
+    for (int i = 0; i < Keys / 2; ++i) fence_register(s[i]);
   }
   __device__ __forceinline__ void settle_pv() {
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) fence_register(o[i]);
 #pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk)
+    for (int kk = 0; kk < Keys / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(pa[kk][r])::"memory");
   }
@@ -169,18 +171,18 @@ struct Consumer {
 
   // One item's key tiles, ring positions slot0 + [0, n_tiles): [0, active) (active >= 1) hold keys
   // for this warpgroup; the rest are only released.
-  __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D>& bar, const Problem& p,
-                                      int m0, int slot0, int n_tiles, int active) {
+  __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D, Keys>& bar,
+                                      const Problem& p, int m0, int slot0, int n_tiles, int active) {
     const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
     const auto key_tile = [&](int tile) {
-      return smem + L::kRingBytes + ((slot0 + tile) % kStages) * L::kStageBytes;
+      return smem + L::kRingBytes + ((slot0 + tile) % L::kStages) * L::kStageBytes;
     };
     const auto wait_full = [&](int tile) { mbar_wait(bar.full(slot0 + tile), bar.phase(slot0 + tile)); };
     const auto release = [&](int tile) {
       if (lane == 0) mbar_arrive(bar.empty(slot0 + tile));
     };
-    const auto masked = [&](int n0) { return n0 + kKeys > p.seq || (p.causal && n0 + kKeys - 1 > wg_first); };
-    float s[64];
+    const auto masked = [&](int n0) { return n0 + Keys > p.seq || (p.causal && n0 + Keys - 1 > wg_first); };
+    float s[Keys / 2];
     // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
     // serializing the asynchronous groups.
     if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
@@ -195,7 +197,7 @@ struct Consumer {
     take(s);
 #pragma unroll 1
     for (int tile = 0; tile + 1 < active; ++tile) {
-      const int n1 = (tile + 1) * kKeys;
+      const int n1 = (tile + 1) * Keys;
       wait_full(tile + 1);
       await_turn();
       wgmma_fence();
@@ -245,18 +247,18 @@ struct Consumer {
 
   // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store.
   template <bool Spread>
-  __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D>& bar, const Problem& p,
+  __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
                                             const Out& out) {
     int slot = 0;
     for_each_item<Spread>(p, [&](int item, int round) {
-      const Work<Spread> w(p, item);
+      const Work<Spread, Keys> w(p, item);
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
       rows[0] = rows[1] = ak_cuda::RowState{};
       mbar_wait(bar.q_full(round), bar.q_phase(round));
       // A causal warpgroup has nothing to add from tiles that start past its last row.
       const int wg_last = w.m0 + 64 * c + 63;
-      const int active = p.causal ? min(w.n_tiles, wg_last / kKeys + 1) : w.n_tiles;
+      const int active = p.causal ? min(w.n_tiles, wg_last / Keys + 1) : w.n_tiles;
       run(smem, smem + (round % L::kQBuffers) * L::kQBytes, bar, p, w.m0, slot, w.n_tiles, active);
       if (lane == 0) mbar_arrive(bar.q_empty(round));
       store(out, w.b, w.h, w.m0, p.seq);
@@ -265,21 +267,21 @@ struct Consumer {
   }
 };
 
-template <typename T, int D, bool Spread>
+template <typename T, int D, bool Spread, int Keys>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
-  using L = Layout<D>;
+  using L = Layout<D, Keys>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const Barriers<D> bar{smem + L::kRingBytes + kStages * L::kStageBytes};
+  const Barriers<D, Keys> bar{smem + L::kRingBytes + L::kStages * L::kStageBytes};
   const auto init = [&] {
     init_ring(bar.q_full(0), L::kQBuffers, kConsumerWarps);
-    init_ring(bar.full(0), kStages, kConsumerWarps);
+    init_ring(bar.full(0), L::kStages, kConsumerWarps);
   };
-  const auto producer = [&] { produce<D, Spread>(&mq, &mk, &mv, smem, bar, p); };
-  split_warpgroups(init, producer, [&](int consumer) {
-    Consumer<T, D> w;
+  const auto producer = [&] { produce<D, Keys, Spread>(&mq, &mk, &mv, smem, bar, p); };
+  split_warpgroups<L::kProducerRegs, L::kConsumerRegs>(init, producer, [&](int consumer) {
+    Consumer<T, D, Keys> w;
     w.c = consumer;
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
@@ -287,42 +289,56 @@ __global__ void __launch_bounds__(kThreads, 1)
   });
 }
 
+// The wgmma variant with key tiles of Keys keys; AK_ERR_UNSUPPORTED when this device or these
+// views cannot take it.
+template <typename T, int D, int Keys>
+int launch_tiles(const ak_call* call, Problem p) {
+  using L = Layout<D, Keys>;
+  if constexpr (!kTileFits<D, Keys>) {
+    return AK_ERR_UNSUPPORTED;
+  } else {
+    CUtensorMap maps[3];
+    const int box_rows[3] = {kRows, Keys, L::kVBoxKeys};
+    for (int i = 0; i < 3; ++i) {
+      const ak_tensor& t = call->inputs[i];
+      const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+      const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
+      if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
+        return AK_ERR_UNSUPPORTED;
+    }
+    const ak_tensor& o = call->outputs[0];
+    const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
+    const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
+    if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
+    p.heads = static_cast<int>(o.shape[1]);
+    p.m_tiles = (p.seq + kRows - 1) / kRows;
+    p.items = static_cast<int>(items);
+    const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
+    const bool spread =
+        kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
+    auto kernel = attention_wgmma<T, D, false, Keys>;
+    if constexpr (kBalance && Keys == kKeys)  // spread is for causal calls, whose tiles are kKeys wide
+      if (spread) kernel = attention_wgmma<T, D, true, Keys>;
+    if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+    const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
+    const int blocks =
+        kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
+    kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+    return ak_cuda::check_launch();
+  }
+}
+
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned
-// bases and strides already checked); AK_ERR_UNSUPPORTED when this device or these views cannot
-// take it, so that the caller falls back to another variant.
+// bases and strides already checked): causal calls in tiles of kKeys keys, the others of
+// kNonCausalKeys where such tiles fit at this D (else kKeys); AK_ERR_UNSUPPORTED when this device
+// or these views cannot take it, so that the caller falls back to another variant.
 template <typename T, int D>
 int launch(const ak_call* call, Problem p) {
-  using L = Layout<D>;
   if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
   if (!(p.scale_log2 > 0.0f)) return AK_ERR_UNSUPPORTED;  // the softmax takes the raw maximum
-  CUtensorMap maps[3];
-  const int box_rows[3] = {kRows, kKeys, 64};
-  for (int i = 0; i < 3; ++i) {
-    const ak_tensor& t = call->inputs[i];
-    const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
-    const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
-    if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
-      return AK_ERR_UNSUPPORTED;
-  }
-  const ak_tensor& o = call->outputs[0];
-  const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
-  const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
-  if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
-  p.heads = static_cast<int>(o.shape[1]);
-  p.m_tiles = (p.seq + kRows - 1) / kRows;
-  p.items = static_cast<int>(items);
-  const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
-  const bool spread =
-      kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
-  auto kernel = attention_wgmma<T, D, false>;
-  if constexpr (kBalance)
-    if (spread) kernel = attention_wgmma<T, D, true>;
-  if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
-  const int blocks =
-      kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
-  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
-  return ak_cuda::check_launch();
+  if constexpr (kNonCausalKeys != kKeys && kTileFits<D, kNonCausalKeys>)
+    if (!p.causal) return launch_tiles<T, D, kNonCausalKeys>(call, p);
+  return launch_tiles<T, D, kKeys>(call, p);
 }
 
 }  // namespace ak_attention_sm90

@@ -81,11 +81,18 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #undef AK_WGMMA_RS
 
 // Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
-// rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys.
+// rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys for causal calls, of
+// AK_ATTENTION_KEYS (128, 176 or 192) for the others: a wider tile spends the per-tile work (the
+// barriers, the row maxima and sums, O's rescale) on more keys, as FlashAttention-3 takes
+// 128 x 176 tiles at D = 128.
 // K/V ring depth: with 2 stages the copy of tile t + 2 can start only once P(t) V(t) has
-// completed, so it must land within one tile's math; 3 stages (224 KB with Q) give it two.
+// completed, so it must land within one tile's math; 3 stages (224 KB with Q) give it two. A
+// tile width whose ring does not fit that depth takes 2 stages.
 #ifndef AK_ATTENTION_KV_STAGES
 #define AK_ATTENTION_KV_STAGES 2
+#endif
+#ifndef AK_ATTENTION_KEYS
+#define AK_ATTENTION_KEYS 128
 #endif
 // Ping-pong (1): the two consumer warpgroups take turns to issue their wgmma groups (named
 // barriers 1 and 2, each warpgroup waiting on its own and arriving on the other's), so that one
@@ -113,42 +120,61 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_BALANCE
 #define AK_ATTENTION_BALANCE 0
 #endif
-constexpr int kThreads = 384, kConsumerWarps = 8, kStages = AK_ATTENTION_KV_STAGES;
+constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
+constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
+static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176 || kNonCausalKeys == 192,
+              "key tiles of 128, 176 or 192 keys");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
 constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0, kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
-// dimension D (64 or 128) in D / 64 slabs of 64 columns:
+// dimension D (64 or 128) in D / 64 slabs of 64 columns and key tiles of Keys keys:
 //   Q buffer i  the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand;
 //               SBO 1024); two buffers where they fit beside the ring, so that the next item's
 //               Q loads while the current one is still read
-//   stage s     K: slabs as Q (K-major B operand); V: boxes of 64 keys x 64 columns, box (key half
-//               kh, column slab dh) at kh * kVHalfBytes + 8192 dh (MN-major B operand: LBO 8192 to
-//               the next 64 columns, SBO 1024 to the next 8 keys, key step kk at 2048 (kk % 4))
+//   stage s     K: slabs of Keys rows (K-major B operand); V: boxes of kVBoxKeys keys x 64
+//               columns, box (key group kh, column slab dh) at kh * kVGroupBytes + kVBoxBytes dh
+//               (MN-major B operand: LBO kVBoxBytes to the next 64 columns, SBO 1024 to the next
+//               8 keys, 16 keys at 2048 bytes within a box)
 //   barriers    q_full[kQBuffers], q_empty[kQBuffers], full[kStages], empty[kStages]
-constexpr int kSlabBytes = 128 * 128, kBoxBytes = 64 * 128, kSmemLimit = 232448;
-template <int D>
+constexpr int kSlabBytes = 128 * 128, kSmemLimit = 232448;
+template <int D, int Keys>
 struct Layout {
   static_assert(D == 64 || D == 128, "the wgmma variant takes D = 64 or 128");
-  static constexpr int kSlabs = D / 64, kQBytes = kSlabs * kSlabBytes, kKBytes = kQBytes;
-  static constexpr int kVHalfBytes = kSlabs * kBoxBytes;  // the boxes of 64 keys across D
-  static constexpr int kStageBytes = kKBytes + 2 * kVHalfBytes;
-  static constexpr int bytes(int q_buffers) {
-    return q_buffers * kQBytes + kStages * kStageBytes + 2 * (q_buffers + kStages) * 8 + 1024;
+  static_assert(Keys % 16 == 0 && Keys <= 256, "key tiles of whole k-steps, one TMA box high");
+  static constexpr int kSlabs = D / 64, kQBytes = kSlabs * kSlabBytes;
+  static constexpr int kKSlabBytes = Keys * 128, kKBytes = kSlabs * kKSlabBytes;
+  static constexpr int kVBoxKeys = Keys % 64 == 0 ? 64 : Keys, kVBoxBytes = kVBoxKeys * 128;
+  static constexpr int kVGroupBytes = kSlabs * kVBoxBytes;  // the boxes of kVBoxKeys keys across D
+  static constexpr int kStageBytes = kKBytes + (Keys / kVBoxKeys) * kVGroupBytes;
+  static constexpr int bytes(int q_buffers, int stages) {
+    return q_buffers * kQBytes + stages * kStageBytes + 2 * (q_buffers + stages) * 8 + 1024;
   }
-  static constexpr int kQBuffers = bytes(2) <= kSmemLimit ? 2 : 1;
-  static constexpr int kSmemBytes = bytes(kQBuffers);
+  static constexpr int kStages = bytes(1, kRingDepth) <= kSmemLimit ? kRingDepth : 2;
+  static constexpr int kQBuffers = bytes(2, kStages) <= kSmemLimit ? 2 : 1;
+  static constexpr int kSmemBytes = bytes(kQBuffers, kStages);
   static constexpr int kRingBytes = kQBuffers * kQBytes;  // the K/V ring starts here
-  static_assert(kStages >= 2 && kSmemBytes <= kSmemLimit,
-                "the K/V ring must fit the 227 KB a block may opt into");
+  static_assert(kRingDepth >= 2, "at least double buffering");
+  // Where key step kk (16 keys) of a V tile starts.
+  __host__ __device__ static constexpr int v_step(int kk) {
+    return (16 * kk / kVBoxKeys) * kVGroupBytes + (16 * kk % kVBoxKeys) * 128;
+  }
+  // Wider tiles hold more scores and probabilities per thread: the producer gives more back.
+  static constexpr int kProducerRegs = Keys > 128 ? 24 : 40, kConsumerRegs = Keys > 128 ? 240 : 232;
 };
+// Whether tiles of Keys keys fit at head dimension D: the ring in the shared memory a block may
+// opt into, and a consumer thread's scores, probabilities and O (Keys / 2 + Keys / 4 + D / 2
+// registers) within what 240 registers hold without spilling (ptxas: 196 at 176 x 128 does not
+// spill, 208 at 192 x 128 does).
+template <int D, int Keys>
+constexpr bool kTileFits = Layout<D, Keys>::kSmemBytes <= kSmemLimit&& Keys * 3 / 4 + D / 2 <= 200;
 
 // The barriers at `base`: the Q ring's, then the K/V ring's (each ring as init_ring lays it out).
-template <int D>
+template <int D, int Keys>
 struct Barriers {
   uint32_t base;
-  static constexpr int kQ = Layout<D>::kQBuffers;
+  static constexpr int kQ = Layout<D, Keys>::kQBuffers, kStages = Layout<D, Keys>::kStages;
   __device__ __forceinline__ uint32_t q_full(int i) const { return base + (i % kQ) * 8; }
   __device__ __forceinline__ uint32_t q_empty(int i) const { return base + (kQ + i % kQ) * 8; }
   __device__ __forceinline__ uint32_t full(int slot) const { return base + (2 * kQ + slot % kStages) * 8; }

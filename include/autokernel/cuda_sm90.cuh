@@ -42,6 +42,16 @@
       "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),     \
       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]),     \
       "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+// m64n176 (176 = 11 x 16 keys: the attention's wide key tile) extends the 64-register list.
+#define AK_WGMMA_REGS_88                                                                                  \
+  AK_WGMMA_REGS_64                                                                                        \
+      ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, " \
+      "%83, %84, %85, %86, %87"
+#define AK_WGMMA_OUTS_88(d)                                                                          \
+  AK_WGMMA_OUTS_64(d), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), \
+      "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),     \
+      "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),     \
+      "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
 #define AK_WGMMA_OUTS_96(d)                                                                          \
   AK_WGMMA_OUTS_64(d), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), \
       "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),     \
@@ -110,17 +120,20 @@ __device__ __forceinline__ void init_ring(uint32_t bars, int stages, int consume
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 // A block of a producer warpgroup and consumer warpgroups: after init() (one thread: the
-// barriers) and a block-wide synchronization, threads 0-127 give registers back and thread 0
-// calls produce(); the other warpgroups take the registers and call consume(c), c = 0, 1, ...
-template <class Init, class Produce, class Consume>
+// barriers) and a block-wide synchronization, threads 0-127 give registers back (down to
+// ProducerRegs) and thread 0 calls produce(); the other warpgroups take them (up to ConsumerRegs)
+// and call consume(c), c = 0, 1, ... With two consumer warpgroups, 40 / 232 and 24 / 240 each
+// fill the 64K registers of an SM.
+template <int ProducerRegs = 40, int ConsumerRegs = 232, class Init, class Produce, class Consume>
 __device__ __forceinline__ void split_warpgroups(Init&& init, Produce&& produce, Consume&& consume) {
+  static_assert(ProducerRegs % 8 == 0 && ConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
   if (threadIdx.x == 0) init();
   __syncthreads();
   if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(ProducerRegs) : "memory");
     if (threadIdx.x == 0) produce();
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ConsumerRegs) : "memory");
     consume(static_cast<int>(threadIdx.x / 128) - 1);
   }
 }
@@ -195,6 +208,11 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
     if constexpr (kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 1);
     if constexpr (!kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 0);
+  } else if constexpr (N == 176) {
+    if constexpr (kHalf && TransB) AK_WGMMA(176, 88, 88, 89, 90, "f16", 1);
+    if constexpr (kHalf && !TransB) AK_WGMMA(176, 88, 88, 89, 90, "f16", 0);
+    if constexpr (!kHalf && TransB) AK_WGMMA(176, 88, 88, 89, 90, "bf16", 1);
+    if constexpr (!kHalf && !TransB) AK_WGMMA(176, 88, 88, 89, 90, "bf16", 0);
   } else if constexpr (N == 192) {
     if constexpr (kHalf && TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 0);
@@ -206,7 +224,7 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
     if constexpr (!kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 1);
     if constexpr (!kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 0);
   } else {
-    static_assert(N == 256, "wgmma tiles of 64, 128, 192 or 256 columns");
+    static_assert(N == 256, "wgmma tiles of 64, 128, 176, 192 or 256 columns");
     if constexpr (kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 1);

@@ -106,5 +106,19 @@ TEST(AttentionSchedule, HeadByHeadCausalPairsCostTheSame) {
     EXPECT_EQ(Work<false>(p, 2 * unit).n_tiles + Work<false>(p, 2 * unit + 1).n_tiles, 9) << unit;
 }
 
+// Non-causal calls may take wider key tiles: every query tile walks the whole sequence in
+// ceil(S / Keys) of them, the last one ragged where Keys does not divide S.
+TEST(AttentionSchedule, WideKeyTilesCoverTheWholeSequence) {
+  for (const int seq : {100, 176, 177, 512, 4096}) {
+    const Problem p = problem(1, 2, seq, false);
+    for (int item = 0; item < p.items; ++item) {
+      EXPECT_EQ(Work<false>(p, item).n_tiles, (seq + 127) / 128) << seq;
+      EXPECT_EQ((Work<false, 176>(p, item).n_tiles), (seq + 175) / 176) << seq;
+      EXPECT_EQ((Work<false, 192>(p, item).n_tiles), (seq + 191) / 192) << seq;
+    }
+  }
+  EXPECT_EQ((Work<false, 176>(problem(1, 1, 4096, false), 0).n_tiles), 24);
+}
+
 }  // namespace
 }  // namespace ak::test
