@@ -11,8 +11,8 @@
 namespace ak_attention_sm90 {
 
 // One thread: for each of this block's items, Q into its buffer once the consumers are done with
-// that buffer's last item, then the item's K/V tiles into the ring. `slot` counts ring positions
-// across items, so the ring runs on from one item into the next.
+// that buffer's last item, then each of the item's key tiles: K into the K ring, V into the V
+// ring. `slot` counts ring positions across items, so the rings run on from one item into the next.
 template <int D, int Keys, bool Spread>
 __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap* mk, const CUtensorMap* mv,
                                         uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p) {
@@ -22,21 +22,24 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
     const Work<Spread, Keys> w(p, item);
     const int kv_h = w.h / p.group;
     // A fresh barrier counts its previous phase as done.
-    mbar_wait(bar.q_empty(round), bar.q_phase(round) ^ 1);
-    mbar_arrive_expect_tx(bar.q_full(round), L::kQBytes);
+    mbar_wait(bar.q.empty(round), bar.q.phase(round) ^ 1);
+    mbar_arrive_expect_tx(bar.q.full(round), L::kQBytes);
     const uint32_t q = smem + (round % L::kQBuffers) * L::kQBytes;
     for (int dh = 0; dh < L::kSlabs; ++dh)
-      tma_load_4d(q + dh * kSlabBytes, mq, dh * 64, w.m0, w.h, w.b, bar.q_full(round));
+      tma_load_4d(q + dh * kSlabBytes, mq, dh * 64, w.m0, w.h, w.b, bar.q.full(round));
     for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
-      mbar_wait(bar.empty(slot), bar.phase(slot) ^ 1);
-      mbar_arrive_expect_tx(bar.full(slot), L::kStageBytes);
-      const uint32_t k = smem + L::kRingBytes + (slot % L::kStages) * L::kStageBytes, v = k + L::kKBytes;
+      mbar_wait(bar.k.empty(slot), bar.k.phase(slot) ^ 1);
+      mbar_arrive_expect_tx(bar.k.full(slot), L::kKBytes);
+      const uint32_t k = smem + L::kKRing + (slot % L::kStages) * L::kKBytes;
       for (int dh = 0; dh < L::kSlabs; ++dh)
-        tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.full(slot));
+        tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.k.full(slot));
+      mbar_wait(bar.v.empty(slot), bar.v.phase(slot) ^ 1);
+      mbar_arrive_expect_tx(bar.v.full(slot), L::kVBytes);
+      const uint32_t v = smem + L::kVRing + (slot % L::kStages) * L::kVBytes;
       for (int kh = 0; kh < Keys / L::kVBoxKeys; ++kh)
         for (int dh = 0; dh < L::kSlabs; ++dh)
           tma_load_4d(v + kh * L::kVGroupBytes + dh * L::kVBoxBytes, mv, dh * 64,
-                      tile * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.full(slot));
+                      tile * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.v.full(slot));
     }
   });
 }
@@ -170,62 +173,74 @@ struct Consumer {
   }
 
   // One item's key tiles, ring positions slot0 + [0, n_tiles): [0, active) (active >= 1) hold keys
-  // for this warpgroup; the rest are only released.
+  // for this warpgroup; the rest are only released. K(t) goes back once S(t) is done, V(t) once
+  // P(t) V(t) is.
   __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D, Keys>& bar,
                                       const Problem& p, int m0, int slot0, int n_tiles, int active) {
     const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
-    const auto key_tile = [&](int tile) {
-      return smem + L::kRingBytes + ((slot0 + tile) % L::kStages) * L::kStageBytes;
+    const auto k_tile = [&](int tile) {
+      return smem + L::kKRing + ((slot0 + tile) % L::kStages) * L::kKBytes;
     };
-    const auto wait_full = [&](int tile) { mbar_wait(bar.full(slot0 + tile), bar.phase(slot0 + tile)); };
-    const auto release = [&](int tile) {
-      if (lane == 0) mbar_arrive(bar.empty(slot0 + tile));
+    const auto v_tile = [&](int tile) {
+      return smem + L::kVRing + ((slot0 + tile) % L::kStages) * L::kVBytes;
+    };
+    const auto wait_full = [&](const Ring& ring, int tile) {
+      mbar_wait(ring.full(slot0 + tile), ring.phase(slot0 + tile));
+    };
+    const auto release = [&](const Ring& ring, int tile) {
+      if (lane == 0) mbar_arrive(ring.empty(slot0 + tile));
     };
     const auto masked = [&](int n0) { return n0 + Keys > p.seq || (p.causal && n0 + Keys - 1 > wg_first); };
     float s[Keys / 2];
     // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
     // serializing the asynchronous groups.
     if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
-    wait_full(0);
+    wait_full(bar.k, 0);
     await_turn();
     wgmma_fence();
-    issue_scores(s, q, key_tile(0));
+    issue_scores(s, q, k_tile(0));
     pass_turn(false);
     wgmma_wait<0>();
     settle(s);
+    release(bar.k, 0);
     softmax(s, p, masked(0), 0, first_row);
     take(s);
 #pragma unroll 1
     for (int tile = 0; tile + 1 < active; ++tile) {
       const int n1 = (tile + 1) * Keys;
-      wait_full(tile + 1);
+      wait_full(bar.k, tile + 1);
+      wait_full(bar.v, tile);
       await_turn();
       wgmma_fence();
-      issue_scores(s, q, key_tile(tile + 1));
+      issue_scores(s, q, k_tile(tile + 1));
       rescale_o();
       wgmma_fence();
-      issue_pv(key_tile(tile) + L::kKBytes);
+      issue_pv(v_tile(tile));
       pass_turn(false);
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
       settle(s);
+      release(bar.k, tile + 1);
       softmax(s, p, masked(n1), n1, first_row);
       wgmma_wait<0>();
       settle_pv();
-      release(tile);
+      release(bar.v, tile);
       take(s);
     }
+    wait_full(bar.v, active - 1);
     await_turn();
     rescale_o();
     wgmma_fence();
-    issue_pv(key_tile(active - 1) + L::kKBytes);
+    issue_pv(v_tile(active - 1));
     pass_turn(true);
     wgmma_wait<0>();
     settle_pv();
-    release(active - 1);
+    release(bar.v, active - 1);
 #pragma unroll 1
     for (int tile = active; tile < n_tiles; ++tile) {
-      wait_full(tile);  // the copy must land before its stage is handed back
-      release(tile);
+      wait_full(bar.k, tile);  // the copies must land before their buffers are handed back
+      release(bar.k, tile);
+      wait_full(bar.v, tile);
+      release(bar.v, tile);
     }
   }
 
@@ -255,12 +270,12 @@ struct Consumer {
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
       rows[0] = rows[1] = ak_cuda::RowState{};
-      mbar_wait(bar.q_full(round), bar.q_phase(round));
+      mbar_wait(bar.q.full(round), bar.q.phase(round));
       // A causal warpgroup has nothing to add from tiles that start past its last row.
       const int wg_last = w.m0 + 64 * c + 63;
       const int active = p.causal ? min(w.n_tiles, wg_last / Keys + 1) : w.n_tiles;
       run(smem, smem + (round % L::kQBuffers) * L::kQBytes, bar, p, w.m0, slot, w.n_tiles, active);
-      if (lane == 0) mbar_arrive(bar.q_empty(round));
+      if (lane == 0) mbar_arrive(bar.q.empty(round));
       store(out, w.b, w.h, w.m0, p.seq);
       slot += w.n_tiles;
     });
@@ -274,10 +289,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   using L = Layout<D, Keys>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const Barriers<D, Keys> bar{smem + L::kRingBytes + L::kStages * L::kStageBytes};
+  const Barriers<D, Keys> bar(smem + L::kBarriers);
   const auto init = [&] {
-    init_ring(bar.q_full(0), L::kQBuffers, kConsumerWarps);
-    init_ring(bar.full(0), L::kStages, kConsumerWarps);
+    for (const Ring& ring : {bar.q, bar.k, bar.v}) init_ring(ring.bars, ring.depth, kConsumerWarps);
   };
   const auto producer = [&] { produce<D, Keys, Spread>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups<L::kProducerRegs, L::kConsumerRegs>(init, producer, [&](int consumer) {

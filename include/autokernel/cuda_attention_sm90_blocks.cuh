@@ -85,9 +85,11 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 // AK_ATTENTION_KEYS (128, 176 or 192) for the others: a wider tile spends the per-tile work (the
 // barriers, the row maxima and sums, O's rescale) on more keys, as FlashAttention-3 takes
 // 128 x 176 tiles at D = 128.
-// K/V ring depth: with 2 stages the copy of tile t + 2 can start only once P(t) V(t) has
-// completed, so it must land within one tile's math; 3 stages (224 KB with Q) give it two. A
-// tile width whose ring does not fit that depth takes 2 stages.
+// K and V come through two rings of the same depth, so that a K tile is handed back once its
+// scores are done and the next one loads while P V still reads V: with 2 stages the copy of K(t + 2)
+// starts when S(t) completes and V(t + 2)'s when P V(t) does, each a whole tile's math ahead of its
+// use. 3 stages (224 KB with Q at 128 keys) give two tiles' math; a tile width whose rings do not
+// fit that depth takes 2 stages.
 #ifndef AK_ATTENTION_KV_STAGES
 #define AK_ATTENTION_KV_STAGES 2
 #endif
@@ -131,13 +133,14 @@ constexpr float kLazyLog2 = 8.0f;
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head
 // dimension D (64 or 128) in D / 64 slabs of 64 columns and key tiles of Keys keys:
 //   Q buffer i  the slabs (columns 0-63, 64-127) of 128 rows x 128 bytes (K-major A operand;
-//               SBO 1024); two buffers where they fit beside the ring, so that the next item's
+//               SBO 1024); two buffers where they fit beside the rings, so that the next item's
 //               Q loads while the current one is still read
-//   stage s     K: slabs of Keys rows (K-major B operand); V: boxes of kVBoxKeys keys x 64
-//               columns, box (key group kh, column slab dh) at kh * kVGroupBytes + kVBoxBytes dh
-//               (MN-major B operand: LBO kVBoxBytes to the next 64 columns, SBO 1024 to the next
-//               8 keys, 16 keys at 2048 bytes within a box)
-//   barriers    q_full[kQBuffers], q_empty[kQBuffers], full[kStages], empty[kStages]
+//   K ring      kStages tiles: slabs of Keys rows (K-major B operand)
+//   V ring      kStages tiles: boxes of kVBoxKeys keys x 64 columns, box (key group kh, column
+//               slab dh) at kh * kVGroupBytes + kVBoxBytes dh (MN-major B operand: LBO kVBoxBytes
+//               to the next 64 columns, SBO 1024 to the next 8 keys, 16 keys at 2048 bytes within
+//               a box)
+//   barriers    the Q ring's, the K ring's, the V ring's (Barriers)
 constexpr int kSlabBytes = 128 * 128, kSmemLimit = 232448;
 template <int D, int Keys>
 struct Layout {
@@ -147,14 +150,15 @@ struct Layout {
   static constexpr int kKSlabBytes = Keys * 128, kKBytes = kSlabs * kKSlabBytes;
   static constexpr int kVBoxKeys = Keys % 64 == 0 ? 64 : Keys, kVBoxBytes = kVBoxKeys * 128;
   static constexpr int kVGroupBytes = kSlabs * kVBoxBytes;  // the boxes of kVBoxKeys keys across D
-  static constexpr int kStageBytes = kKBytes + (Keys / kVBoxKeys) * kVGroupBytes;
+  static constexpr int kVBytes = (Keys / kVBoxKeys) * kVGroupBytes;
   static constexpr int bytes(int q_buffers, int stages) {
-    return q_buffers * kQBytes + stages * kStageBytes + 2 * (q_buffers + stages) * 8 + 1024;
+    return q_buffers * kQBytes + stages * (kKBytes + kVBytes) + 2 * (q_buffers + 2 * stages) * 8 + 1024;
   }
   static constexpr int kStages = bytes(1, kRingDepth) <= kSmemLimit ? kRingDepth : 2;
   static constexpr int kQBuffers = bytes(2, kStages) <= kSmemLimit ? 2 : 1;
   static constexpr int kSmemBytes = bytes(kQBuffers, kStages);
-  static constexpr int kRingBytes = kQBuffers * kQBytes;  // the K/V ring starts here
+  static constexpr int kKRing = kQBuffers * kQBytes, kVRing = kKRing + kStages * kKBytes;
+  static constexpr int kBarriers = kVRing + kStages * kVBytes;
   static_assert(kRingDepth >= 2, "at least double buffering");
   // Where key step kk (16 keys) of a V tile starts.
   __host__ __device__ static constexpr int v_step(int kk) {
@@ -163,27 +167,33 @@ struct Layout {
   // Wider tiles hold more scores and probabilities per thread: the producer gives more back.
   static constexpr int kProducerRegs = Keys > 128 ? 24 : 40, kConsumerRegs = Keys > 128 ? 240 : 232;
 };
-// Whether tiles of Keys keys fit at head dimension D: the ring in the shared memory a block may
+// Whether tiles of Keys keys fit at head dimension D: the rings in the shared memory a block may
 // opt into, and a consumer thread's scores, probabilities and O (Keys / 2 + Keys / 4 + D / 2
 // registers) within what 240 registers hold without spilling (ptxas: 196 at 176 x 128 does not
 // spill, 208 at 192 x 128 does).
 template <int D, int Keys>
 constexpr bool kTileFits = Layout<D, Keys>::kSmemBytes <= kSmemLimit&& Keys * 3 / 4 + D / 2 <= 200;
 
-// The barriers at `base`: the Q ring's, then the K/V ring's (each ring as init_ring lays it out).
+// One ring of shared-memory buffers with a full and an empty barrier each (init_ring's layout):
+// ring position n is buffer n % depth, and its use number n / depth completes a phase of parity
+// (n / depth) & 1.
+struct Ring {
+  uint32_t bars;
+  int depth;
+  __device__ __forceinline__ uint32_t full(int n) const { return bars + (n % depth) * 8; }
+  __device__ __forceinline__ uint32_t empty(int n) const { return bars + (depth + n % depth) * 8; }
+  __device__ __forceinline__ uint32_t phase(int n) const { return (n / depth) & 1; }
+};
+
+// The barriers at Layout::kBarriers: the Q ring's, the K ring's, the V ring's.
 template <int D, int Keys>
 struct Barriers {
-  uint32_t base;
-  static constexpr int kQ = Layout<D, Keys>::kQBuffers, kStages = Layout<D, Keys>::kStages;
-  __device__ __forceinline__ uint32_t q_full(int i) const { return base + (i % kQ) * 8; }
-  __device__ __forceinline__ uint32_t q_empty(int i) const { return base + (kQ + i % kQ) * 8; }
-  __device__ __forceinline__ uint32_t full(int slot) const { return base + (2 * kQ + slot % kStages) * 8; }
-  __device__ __forceinline__ uint32_t empty(int slot) const {
-    return base + (2 * kQ + kStages + slot % kStages) * 8;
-  }
-  // The parity of the phase that use number n of a ring position completes (n = index / depth).
-  __device__ __forceinline__ static uint32_t q_phase(int i) { return (i / kQ) & 1; }
-  __device__ __forceinline__ static uint32_t phase(int slot) { return (slot / kStages) & 1; }
+  using L = Layout<D, Keys>;
+  Ring q, k, v;
+  __device__ __forceinline__ explicit Barriers(uint32_t base)
+      : q{base, L::kQBuffers},
+        k{base + 16 * L::kQBuffers, L::kStages},
+        v{base + 16 * (L::kQBuffers + L::kStages), L::kStages} {}
 };
 
 struct Out {

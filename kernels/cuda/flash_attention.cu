@@ -20,8 +20,9 @@
 //         ldmatrix.trans). Output staged through shared memory for 16-byte stores.
 //   wgmma PATH = 1 only, on Hopper (sm_90a), fp16/bf16, D 64 or 128, where mma fits and every stride
 //         of q, k, v is a nonzero multiple of 16 bytes (TMA): FlashAttention-3 shape, 128 query
-//         rows per block; a producer warpgroup streams K/V tiles of 128 keys with TMA into a
-//         STAGES-deep mbarrier ring, two consumer warpgroups of 64 rows run S = Q K^T and O += P V
+//         rows per block; a producer warpgroup streams K and V tiles of 128 keys (KEYS for
+//         non-causal calls) with TMA into two STAGES-deep mbarrier rings (K handed back once its
+//         scores are done, V once P V is), two consumer warpgroups of 64 rows run S = Q K^T and O += P V
 //         on wgmma (P from registers), the softmax of one tile overlapping the P V of the one
 //         before. include/autokernel/cuda_attention_sm90.cuh.
 //   simt  everything else (fp32, other D, unaligned views): 32 query rows and 32 keys per step in
