@@ -88,8 +88,8 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 // K and V come through two rings of the same depth, so that a K tile is handed back once its
 // scores are done and the next one loads while P V still reads V: with 2 stages the copy of K(t + 2)
 // starts when S(t) completes and V(t + 2)'s when P V(t) does, each a whole tile's math ahead of its
-// use. 3 stages (224 KB with Q at 128 keys) give two tiles' math; a tile width whose rings do not
-// fit that depth takes 2 stages.
+// use. 3 stages (224 KB with one Q buffer at 128 keys) give two tiles' math; 2 leave room for a
+// second Q buffer at D = 128. A tile width whose rings do not fit the depth asked for takes 2.
 #ifndef AK_ATTENTION_KV_STAGES
 #define AK_ATTENTION_KV_STAGES 2
 #endif

@@ -32,7 +32,10 @@
 // Tuning parameters (-D definitions; the defaults below let the file compile alone):
 //   BLOCK_M  query rows per block of the mma variant (16 per warp)
 //   BLOCK_N  keys per K/V tile of the mma variant
-//   STAGES   K/V tiles in flight in the shared-memory ring (mma and wgmma variants)
+//   STAGES   K/V tiles in flight in the shared-memory ring (mma and wgmma variants); the default
+//            2 leaves the wgmma variant room for two Q buffers at D = 128, and its split K and V
+//            rings still load each tile a whole tile's math ahead (2 beat 3 by 1-3% on the H100,
+//            docs/benchmarks.md, 2026-11-28)
 //   PATH     0: mma for 16-bit D 64/128; 1: wgmma for D 64/128 (mma for calls it cannot take)
 //   PINGPONG wgmma only, 1: the two consumer warpgroups take turns on the tensor cores, one's
 //            softmax under the other's matrix products
@@ -84,7 +87,7 @@
 #define PATH 1
 #endif
 #ifndef STAGES
-#define STAGES 3
+#define STAGES 2
 #endif
 #ifndef PINGPONG
 #define PINGPONG 1

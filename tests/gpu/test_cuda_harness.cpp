@@ -199,14 +199,16 @@ TEST_F(CudaHarness, FusedMlpTmaStoreEpiloguePassesEveryStage) {
 // multiple of the 128-row tile (a turn left unmatched would hang the block: TIMEOUT, not PASS).
 // Ping-pong turns and persistent blocks, each on and off; the last two shapes give every block
 // of a persistent grid several query tiles (more tiles than an H100 or H200 has SMs), among them
-// D = 128 with one Q buffer (3 K/V stages) and ragged causal tiles. The fourth configuration keeps
-// each row's maximum lazily (O rescaled only when it grows by more than 2^8); the last runs causal
-// calls head by head in pairs, where the others deal them heaviest first across heads (BALANCE:
-// every causal shape here fits in L2).
+// D = 128 with two Q buffers (the default 2 stages of K and of V) and ragged causal tiles. The
+// fourth configuration keeps each row's maximum lazily (O rescaled only when it grows by more than
+// 2^8); the fifth runs causal calls head by head in pairs, where the others deal them heaviest
+// first across heads (BALANCE: every causal shape here fits in L2); the last takes 3 stages, and
+// at D = 128 one Q buffer.
 TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAndPersistence) {
   for (const std::string config :
        {"#define PINGPONG 0\n#define PERSISTENT 1", "#define PINGPONG 1\n#define PERSISTENT 0",
-        "#define PINGPONG 1\n#define PERSISTENT 1", "#define LAZY_RESCALE 1", "#define BALANCE 0"})
+        "#define PINGPONG 1\n#define PERSISTENT 1", "#define LAZY_RESCALE 1", "#define BALANCE 0",
+        "#define STAGES 3"})
     for (const std::string shape :
          {"2x4x300x128:causal=1", "1x8x520x128:causal=0,kv_heads=2", "2x12x512x64:causal=1",
           "1x8x520x64:causal=0,kv_heads=2", "4x16x1000x64:causal=1,kv_heads=4", "2x16x1100x128:causal=0"}) {
