@@ -9,13 +9,15 @@
 # MATMUL_EXTRA_SHAPES=1x4096x4096,... (FUSED_MLP_, FLASH_ATTENTION_) replaces the standard problems
 # added to the model shapes (matmul_shapes.py --extra-shapes); NO_MODEL_SHAPES=1 times those alone.
 # B_NK=1 holds every matmul's B as a Linear's [N, K] weight (problem b_nk=1), as models call it.
-#   OPS=matmul MATMUL_CONFIGS="TMA_STORE=0;TMA_STORE=1 STAGES=3" DTYPES=fp16,bf16 bash bench/gpu_matmul.sh
+#   OPS=matmul MATMUL_CONFIGS=";TMA_STORE=0;TMA_STORE=1 STAGES=3" DTYPES=fp16,bf16 bash bench/gpu_matmul.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
-MATMUL_CONFIGS=${MATMUL_CONFIGS:-"BLOCK_N=256 STAGES=4 TMA_STORE=0;BLOCK_N=128 STAGES=5 TMA_STORE=1"}
-FUSED_MLP_CONFIGS=${FUSED_MLP_CONFIGS:-"TMA_STORE=0;TMA_STORE=1"}
-FLASH_ATTENTION_CONFIGS=${FLASH_ATTENTION_CONFIGS:-"PINGPONG=0;PINGPONG=1"}
+# Each op's configurations: unset or empty, one column of the starter's own defaults (an empty
+# configuration); a leading ';' adds that column to others ("KEYS=176" alone has no defaults column).
+MATMUL_CONFIGS=${MATMUL_CONFIGS:-}
+FUSED_MLP_CONFIGS=${FUSED_MLP_CONFIGS:-}
+FLASH_ATTENTION_CONFIGS=${FLASH_ATTENTION_CONFIGS:-}
 
 echo "== build"
 if [[ ${GPU_TESTS:-1} == 0 ]]; then
