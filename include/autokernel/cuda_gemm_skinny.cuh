@@ -16,6 +16,8 @@
 // (cuda_gemm_splits.cuh). No atomics: repeated runs are bitwise equal. Needs 16-byte aligned
 // rows of A and B, K a multiple of 8, and for KN N a multiple of 8; other calls get
 // AK_ERR_UNSUPPORTED and take the tiled paths.
+//       With RowLimits::staged, 17 to 64 rows go through shared memory instead
+//       (cuda_gemm_skinny_staged.cuh: a block per 64 columns of C, A's tile shared by its warps).
 //   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k, limits)
 //     split_k: 0 chooses, n > 0 forces n; limits (RowLimits): the M each path takes
 // C++17, header-only.
@@ -28,6 +30,7 @@
 
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_skinny_mma.cuh"
+#include "autokernel/cuda_gemm_skinny_staged.cuh"
 #include "autokernel/cuda_gemm_splits.cuh"
 
 namespace ak_gemm::skinny {
@@ -141,6 +144,7 @@ __global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, c
 struct RowLimits {
   int simt_max_m;  // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
   int max_m;       // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
+  bool staged;     // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
 };
 
 template <typename T, BLayout L>
@@ -172,17 +176,20 @@ int with_rows(int m, F&& f) {
 template <typename T>
 using Kernel = void (*)(const T*, int64_t, const T*, int64_t, int, int, int, int, T*, int64_t, float*);
 
-// kernel over `blocks` column blocks, K cut into splits of `granule` multiples (each at least
-// min_k unless forced): into C, or into the workspace and then added in split order.
+// kernel over `blocks` column blocks (smem_bytes of dynamic shared memory each), K cut into splits
+// of `granule` multiples (each at least min_k unless forced): into C, or into the workspace and
+// then added in split order.
 template <typename T>
 int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
-                 int split_k, int64_t blocks, int min_k, int granule) {
+                 int split_k, int64_t blocks, int min_k, int granule, int smem_bytes = 0) {
+  if (!allow_shared_memory(kernel, smem_bytes)) return AK_ERR_UNSUPPORTED;
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const int64_t slice = static_cast<int64_t>(p.m) * p.n;
   const Splits s = choose_splits(p.k, blocks, 2 * sms, min_k, INT_MAX, granule, slice, split_k);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
   auto run = [&](float* ws) {
-    kernel<<<grid, kThreads, 0, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc, ws);
+    kernel<<<grid, kThreads, smem_bytes, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc,
+                                                   ws);
     return ak_cuda::check_launch();
   };
   if (s.count == 1) return run(nullptr);
@@ -194,6 +201,15 @@ int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream
                        RowLimits limits) {
   if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
   if constexpr (L == BLayout::NK) {
+    if (limits.staged && p.m > kMaxRowsNK) {  // through shared memory: 4 or 8 operands of A
+      return with_rows<kMaxMmaCols, 32>(p.m, [&](auto rows) {
+        constexpr int NT = decltype(rows)::value / 8;
+        // A split gives each stage of the ring a turn.
+        return launch_split<T>(mma_staged_nk_kernel<T, NT>, p, c, ldc, stream, split_k,
+                               (p.n + kStagedRows - 1) / kStagedRows, kStagedRing<NT> * kStagedK, kStagedK,
+                               staged_smem_bytes<NT>());
+      });
+    }
     if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {      // C^T = W A^T on the tensor cores
       return with_rows<kMaxMmaCols, 8>(p.m, [&](auto rows) {  // 8-column mma operands: rows / 8
         constexpr int NT = decltype(rows)::value / 8, kStepK = 32 * kMmaSteps<NT>;

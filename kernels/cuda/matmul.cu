@@ -85,6 +85,11 @@
 //                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
 //                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
+//   SKINNY_STAGED     1: the skinny variant takes 17 to SKINNY_MAX_M rows (B as [N, K]) through shared
+//                     memory, a block per 64 columns of C whose warps share each stage of A
+//                     (include/autokernel/cuda_gemm_skinny_staged.cuh), where the register form
+//                     reads A from L2 M / 16 times W's bytes. 0 (the default): the register form.
+//                     Not a @tune until it is measured on a GPU.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     32: on the H100 it beat the wgmma split-K above 16 rows on 4096 x 4096
 //                     (21.6 against 32.9 us at M = 32) but not at 32 x 11008 x 4096 (50.5
@@ -162,6 +167,9 @@
 #ifndef SKINNY_MAX_M
 #define SKINNY_MAX_M 32
 #endif
+#ifndef SKINNY_STAGED
+#define SKINNY_STAGED 0
+#endif
 
 namespace {
 
@@ -237,8 +245,9 @@ int launch(const ak_call* call) {
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
     if constexpr (SKINNY != 0) {
-      const int rc = skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream,
-                                                      SPLIT_K, {SKINNY_SIMT_MAX_M, SKINNY_MAX_M});
+      const int rc =
+          skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
+                                           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0});
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);

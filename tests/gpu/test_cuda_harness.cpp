@@ -158,6 +158,22 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
   }
 }
 
+// The skinny variant's shared-memory form (SKINNY_STAGED = 1, 17 to 64 rows of A): every stage,
+// with four and eight operands, N not a multiple of its 64 columns, K not a multiple of its
+// 128-k stages, and K cut into splits (4096 x 4096: 64 blocks, so four splits on 132 SMs).
+TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
+  for (const auto& [shape, dtype] :
+       std::vector<std::pair<std::string, std::string>>{{"27x2000x1032:b_nk=1", "bf16"},
+                                                        {"50x2008x1032:b_nk=1", "bf16"},
+                                                        {"61x2008x1032:b_nk=1", "fp16"},
+                                                        {"17x4096x4096:b_nk=1", "fp16"},
+                                                        {"64x11008x4096:b_nk=1", "bf16"}}) {
+    const auto j = bench(starter_with("matmul", "#define SKINNY_STAGED 1\n#define SKINNY_MAX_M 64"), "matmul",
+                         shape, {"--dtype", dtype});
+    EXPECT_EQ(j.value("status", ""), "PASS") << shape << " " << dtype << "\n" << j.dump(2);
+  }
+}
+
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
 // tolerance with B in both layouts and M, N, K not multiples of the tiles (1100 x 1300 gives 99
 // output tiles, over half a wave), and faster than the FFMA path it replaces.
