@@ -308,49 +308,45 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <typename T, int D, int Keys>
 int launch_tiles(const ak_call* call, Problem p) {
   using L = Layout<D, Keys>;
-  if constexpr (!kTileFits<D, Keys>) {
-    return AK_ERR_UNSUPPORTED;
-  } else {
-    CUtensorMap maps[3];
-    const int box_rows[3] = {kRows, Keys, L::kVBoxKeys};
-    for (int i = 0; i < 3; ++i) {
-      const ak_tensor& t = call->inputs[i];
-      const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
-      const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
-      if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
-        return AK_ERR_UNSUPPORTED;
-    }
-    const ak_tensor& o = call->outputs[0];
-    const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
-    const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
-    if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
-    p.heads = static_cast<int>(o.shape[1]);
-    p.m_tiles = (p.seq + kRows - 1) / kRows;
-    p.items = static_cast<int>(items);
-    const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
-    const bool spread =
-        kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
-    auto kernel = attention_wgmma<T, D, false, Keys>;
-    if constexpr (kBalance && Keys == kKeys)  // spread is for causal calls, whose tiles are kKeys wide
-      if (spread) kernel = attention_wgmma<T, D, true, Keys>;
-    if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-    const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
-    const int blocks =
-        kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
-    kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
-    return ak_cuda::check_launch();
+  CUtensorMap maps[3];
+  const int box_rows[3] = {kRows, Keys, L::kVBoxKeys};
+  for (int i = 0; i < 3; ++i) {
+    const ak_tensor& t = call->inputs[i];
+    const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+    const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
+    if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
+      return AK_ERR_UNSUPPORTED;
   }
+  const ak_tensor& o = call->outputs[0];
+  const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
+  const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
+  if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
+  p.heads = static_cast<int>(o.shape[1]);
+  p.m_tiles = (p.seq + kRows - 1) / kRows;
+  p.items = static_cast<int>(items);
+  const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
+  const bool spread =
+      kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
+  auto kernel = attention_wgmma<T, D, false, Keys>;
+  if constexpr (kBalance && Keys == kKeys)  // spread is for causal calls, whose tiles are kKeys wide
+    if (spread) kernel = attention_wgmma<T, D, true, Keys>;
+  if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
+  const int blocks =
+      kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
+  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+  return ak_cuda::check_launch();
 }
 
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned
 // bases and strides already checked): causal calls in tiles of kKeys keys, the others of
-// kNonCausalKeys where such tiles fit at this D (else kKeys); AK_ERR_UNSUPPORTED when this device
-// or these views cannot take it, so that the caller falls back to another variant.
+// kNonCausalKeys; AK_ERR_UNSUPPORTED when this device or these views cannot take it, so that the
+// caller falls back to another variant.
 template <typename T, int D>
 int launch(const ak_call* call, Problem p) {
   if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
   if (!(p.scale_log2 > 0.0f)) return AK_ERR_UNSUPPORTED;  // the softmax takes the raw maximum
-  if constexpr (kNonCausalKeys != kKeys && kTileFits<D, kNonCausalKeys>)
+  if constexpr (kNonCausalKeys != kKeys)
     if (!p.causal) return launch_tiles<T, D, kNonCausalKeys>(call, p);
   return launch_tiles<T, D, kKeys>(call, p);
 }

@@ -82,7 +82,7 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 
 // Block: warpgroup 0 produces (one thread issues every copy), warpgroups 1 and 2 consume query
 // rows 0-63 and 64-127 of the block's 128. Key/value tiles of 128 keys for causal calls, of
-// AK_ATTENTION_KEYS (128, 176 or 192) for the others: a wider tile spends the per-tile work (the
+// AK_ATTENTION_KEYS (128 or 176) for the others: a wider tile spends the per-tile work (the
 // barriers, the row maxima and sums, O's rescale) on more keys, as FlashAttention-3 takes
 // 128 x 176 tiles at D = 128.
 // K and V come through two rings of the same depth, so that a K tile is handed back once its
@@ -124,8 +124,7 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #endif
 constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
-static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176 || kNonCausalKeys == 192,
-              "key tiles of 128, 176 or 192 keys");
+static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
 constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0, kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr float kLazyLog2 = 8.0f;
@@ -160,19 +159,16 @@ struct Layout {
   static constexpr int kKRing = kQBuffers * kQBytes, kVRing = kKRing + kStages * kKBytes;
   static constexpr int kBarriers = kVRing + kStages * kVBytes;
   static_assert(kRingDepth >= 2, "at least double buffering");
+  static_assert(kSmemBytes <= kSmemLimit, "the rings must fit the 227 KB a block may opt into");
   // Where key step kk (16 keys) of a V tile starts.
   __host__ __device__ static constexpr int v_step(int kk) {
     return (16 * kk / kVBoxKeys) * kVGroupBytes + (16 * kk % kVBoxKeys) * 128;
   }
-  // Wider tiles hold more scores and probabilities per thread: the producer gives more back.
+  // Wider tiles hold more scores and probabilities per thread (Keys / 2 scores, Keys / 4 words of
+  // P and D / 2 of O: 196 at 176 keys and D = 128, which 240 registers take without spilling):
+  // the producer gives more back.
   static constexpr int kProducerRegs = Keys > 128 ? 24 : 40, kConsumerRegs = Keys > 128 ? 240 : 232;
 };
-// Whether tiles of Keys keys fit at head dimension D: the rings in the shared memory a block may
-// opt into, and a consumer thread's scores, probabilities and O (Keys / 2 + Keys / 4 + D / 2
-// registers) within what 240 registers hold without spilling (ptxas: 196 at 176 x 128 does not
-// spill, 208 at 192 x 128 does).
-template <int D, int Keys>
-constexpr bool kTileFits = Layout<D, Keys>::kSmemBytes <= kSmemLimit&& Keys * 3 / 4 + D / 2 <= 200;
 
 // One ring of shared-memory buffers with a full and an empty barrier each (init_ring's layout):
 // ring position n is buffer n % depth, and its use number n / depth completes a phase of parity

@@ -45,12 +45,12 @@
 //            more than 8 (base 2), so that most tiles leave O unscaled (exact: one maximum is
 //            subtracted throughout, and the exponentials stay below 2^8); on an H200, 1-3% faster
 //            at 4x32x4096x128 non-causal, 5% slower at 512 tokens (docs/benchmarks.md)
-//   KEYS     wgmma only: keys per K/V tile of non-causal calls, 128, 176 or 192 (causal calls
-//            take 128, which covers both warpgroups' diagonals); a wider tile spends the
-//            per-tile work (barriers, row maxima and sums, O's rescale) on more keys, as
-//            FlashAttention-3's 128 x 176 tiles at D = 128. At D = 128 a wider tile's ring fits
-//            only 2 stages, which it then takes whatever STAGES says; 192 at D = 128 would spill
-//            registers and takes 128
+//   KEYS     wgmma only: keys per K/V tile of non-causal calls, 128 or 176 (causal calls take
+//            128, which covers both warpgroups' diagonals); a wider tile spends the per-tile
+//            work (barriers, row maxima and sums, O's rescale) on more keys, as
+//            FlashAttention-3's 128 x 176 tiles at D = 128, whose rings fit only 2 stages (taken
+//            whatever STAGES says). On the H100 176 was no faster at 4096 tokens and 6% slower at
+//            512 (docs/benchmarks.md, 2026-11-28); 192 was slower still at D = 64 and spills at 128
 //   BALANCE  wgmma only, 1: causal calls whose K and V fit twice in L2 take their query tiles
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
@@ -75,7 +75,7 @@
 // @require LAZY_RESCALE == 0 || PATH == 1
 // @tune BALANCE: 0, 1
 // @require BALANCE == 0 || PATH == 1
-// @tune KEYS: 128, 176, 192
+// @tune KEYS: 128, 176
 // @require KEYS == 128 || PATH == 1
 #include <algorithm>
 

@@ -235,11 +235,11 @@ TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAnd
 }
 
 // Non-causal calls in wider key tiles (KEYS): 176 keys (11 k-steps, V in one box of 176 keys per
-// 64 columns, 2 stages at D = 128) and 192 (at D = 64; D = 128 keeps 128), fp16 and bf16, with
-// ragged last tiles (520, 1100, 300 keys), grouped-query heads and more tiles than SMs. A causal
-// shape checks that those keep their 128-key tiles under the same build.
+// 64 columns, 2 stages at D = 128, 3 at D = 64), fp16 and bf16, with ragged last tiles (520, 1100,
+// 300 keys), grouped-query heads and more tiles than SMs. A causal shape checks that those keep
+// their 128-key tiles under the same build.
 TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
-  for (const std::string keys : {"176", "192"})
+  for (const std::string keys : {"176"})
     for (const auto& [shape, dtype] :
          std::vector<std::pair<std::string, std::string>>{{"1x8x520x128:causal=0,kv_heads=2", "bf16"},
                                                           {"2x16x1100x128:causal=0", "fp16"},
