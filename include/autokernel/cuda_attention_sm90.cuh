@@ -30,12 +30,12 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
     for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
       mbar_wait(bar.k.empty(slot), bar.k.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.k.full(slot), L::kKBytes);
-      const uint32_t k = smem + L::kKRing + (slot % L::kStages) * L::kKBytes;
+      const uint32_t k = smem + L::k_at(slot);
       for (int dh = 0; dh < L::kSlabs; ++dh)
         tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.k.full(slot));
       mbar_wait(bar.v.empty(slot), bar.v.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.v.full(slot), L::kVBytes);
-      const uint32_t v = smem + L::kVRing + (slot % L::kStages) * L::kVBytes;
+      const uint32_t v = smem + L::v_at(slot);
       for (int kh = 0; kh < Keys / L::kVBoxKeys; ++kh)
         for (int dh = 0; dh < L::kSlabs; ++dh)
           tma_load_4d(v + kh * L::kVGroupBytes + dh * L::kVBoxBytes, mv, dh * 64,
@@ -178,12 +178,8 @@ struct Consumer {
   __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D, Keys>& bar,
                                       const Problem& p, int m0, int slot0, int n_tiles, int active) {
     const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
-    const auto k_tile = [&](int tile) {
-      return smem + L::kKRing + ((slot0 + tile) % L::kStages) * L::kKBytes;
-    };
-    const auto v_tile = [&](int tile) {
-      return smem + L::kVRing + ((slot0 + tile) % L::kStages) * L::kVBytes;
-    };
+    const auto k_tile = [&](int tile) { return smem + L::k_at(slot0 + tile); };
+    const auto v_tile = [&](int tile) { return smem + L::v_at(slot0 + tile); };
     const auto wait_full = [&](const Ring& ring, int tile) {
       mbar_wait(ring.full(slot0 + tile), ring.phase(slot0 + tile));
     };

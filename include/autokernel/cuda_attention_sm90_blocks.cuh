@@ -160,6 +160,9 @@ struct Layout {
   static constexpr int kBarriers = kVRing + kStages * kVBytes;
   static_assert(kRingDepth >= 2, "at least double buffering");
   static_assert(kSmemBytes <= kSmemLimit, "the rings must fit the 227 KB a block may opt into");
+  // Where ring position `slot`'s K and V tiles start, from the aligned base.
+  __host__ __device__ static constexpr int k_at(int slot) { return kKRing + (slot % kStages) * kKBytes; }
+  __host__ __device__ static constexpr int v_at(int slot) { return kVRing + (slot % kStages) * kVBytes; }
   // Where key step kk (16 keys) of a V tile starts.
   __host__ __device__ static constexpr int v_step(int kk) {
     return (16 * kk / kVBoxKeys) * kVGroupBytes + (16 * kk % kVBoxKeys) * 128;
@@ -168,17 +171,6 @@ struct Layout {
   // P and D / 2 of O: 196 at 176 keys and D = 128, which 240 registers take without spilling):
   // the producer gives more back.
   static constexpr int kProducerRegs = Keys > 128 ? 24 : 40, kConsumerRegs = Keys > 128 ? 240 : 232;
-};
-
-// One ring of shared-memory buffers with a full and an empty barrier each (init_ring's layout):
-// ring position n is buffer n % depth, and its use number n / depth completes a phase of parity
-// (n / depth) & 1.
-struct Ring {
-  uint32_t bars;
-  int depth;
-  __device__ __forceinline__ uint32_t full(int n) const { return bars + (n % depth) * 8; }
-  __device__ __forceinline__ uint32_t empty(int n) const { return bars + (depth + n % depth) * 8; }
-  __device__ __forceinline__ uint32_t phase(int n) const { return (n / depth) & 1; }
 };
 
 // The barriers at Layout::kBarriers: the Q ring's, the K ring's, the V ring's.

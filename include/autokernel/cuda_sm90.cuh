@@ -119,6 +119,17 @@ __device__ __forceinline__ void init_ring(uint32_t bars, int stages, int consume
   }
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+// One ring of shared-memory buffers with a full and an empty barrier each (init_ring's layout, as
+// init_ring(bars, depth, ...) made it): ring position n is buffer n % depth, and its use number n / depth
+// completes a phase of parity (n / depth) & 1.
+struct Ring {
+  uint32_t bars;
+  int depth;
+  __device__ __forceinline__ uint32_t full(int n) const { return bars + (n % depth) * 8; }
+  __device__ __forceinline__ uint32_t empty(int n) const { return bars + (depth + n % depth) * 8; }
+  __device__ __forceinline__ uint32_t phase(int n) const { return (n / depth) & 1; }
+};
+
 // A block of a producer warpgroup and consumer warpgroups: after init() (one thread: the
 // barriers) and a block-wide synchronization, threads 0-127 give registers back (down to
 // ProducerRegs) and thread 0 calls produce(); the other warpgroups take them (up to ConsumerRegs)
