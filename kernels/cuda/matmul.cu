@@ -32,8 +32,9 @@
 //           base and row stride 16-byte aligned, else the stores go from registers).
 //   skinny  fp16/bf16 when SKINNY = 1 (the default) and M <= SKINNY_MAX_M (8 for B[K, N];
 //           decode), rows 16-byte aligned, K (and for B[K, N] N) a multiple of 8: memory-bound,
-//           B read once in 16-byte loads. B a Linear's [N, K]: on the tensor cores, a block per
-//           16 columns of C (mma.m16n8k16 from registers, no shared memory), or up to
+//           B read once in 16-byte loads. B a Linear's [N, K]: on the tensor cores, up to 16 rows
+//           a block per 16 columns of C (mma.m16n8k16 from registers, no shared memory), 17 to
+//           64 a block per 64 columns through a cp.async ring (SKINNY_STAGED), or up to
 //           SKINNY_SIMT_MAX_M rows on CUDA cores, warps owning a few columns of C; B[K, N]: on
 //           CUDA cores, lanes owning 8 columns each. Split along K when the columns give too few
 //           blocks (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
@@ -85,15 +86,19 @@
 //                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
 //                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
-//   SKINNY_STAGED     1: the skinny variant takes 17 to SKINNY_MAX_M rows (B as [N, K]) through shared
-//                     memory, a block per 64 columns of C whose warps share each stage of A
-//                     (include/autokernel/cuda_gemm_skinny_staged.cuh), where the register form
-//                     reads A from L2 M / 16 times W's bytes. 0 (the default): the register form.
-//                     Not a @tune until it is measured on a GPU.
+//   SKINNY_STAGED     1 (the default): the skinny variant takes 17 to SKINNY_MAX_M rows (B as
+//                     [N, K]) through shared memory, a block per 64 columns of C whose warps share
+//                     each stage of A (include/autokernel/cuda_gemm_skinny_staged.cuh), where the
+//                     register form (0) reads A from L2 M / 16 times W's bytes. On the H200 it beat
+//                     the register form at every M from 17 to 64 (32 x 11008 x 4096: 32.0 against
+//                     47.4 us) and the wgmma split-K wherever its columns leave room to split K;
+//                     past 32 rows with more columns (64 x 11008 x 4096, 64 x 32000 x 4096) it
+//                     hands the call to split-K (docs/benchmarks.md, 2026-11-28, twenty-fifth
+//                     session). Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
-//                     32: on the H100 it beat the wgmma split-K above 16 rows on 4096 x 4096
-//                     (21.6 against 32.9 us at M = 32) but not at 32 x 11008 x 4096 (50.5
-//                     against 46.5), nor at 64 x 11008 x 4096 (71.7 against 47.2). Not a @tune.
+//                     64 with the staged form (48 x 4096 x 4096: 24.3 us against split-K's 30.8
+//                     on the H200); with the register form it lost to split-K above 32 rows.
+//                     Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
@@ -165,10 +170,10 @@
 #define SKINNY_SIMT_MAX_M 0
 #endif
 #ifndef SKINNY_MAX_M
-#define SKINNY_MAX_M 32
+#define SKINNY_MAX_M 64
 #endif
 #ifndef SKINNY_STAGED
-#define SKINNY_STAGED 0
+#define SKINNY_STAGED 1
 #endif
 
 namespace {
