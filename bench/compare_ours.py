@@ -55,8 +55,8 @@ def with_defaults(source, config, backend):
 
 
 def tuned_module(ak, backend, op, shape, dtype, budget):
-    """(the engine's best trial, the built module of its configuration, a note); module None on a
-    failure, with the note saying why."""
+    """(the engine's recommended trial, the built module of its configuration, a note); module
+    None on a failure, with the note saying why."""
     kernel = kernel_path(backend, op)
     if not kernel.exists():
         return None, None, f"no {backend} kernel"
@@ -68,6 +68,11 @@ def tuned_module(ak, backend, op, shape, dtype, budget):
     if doc is None:
         return None, None, (run.stdout + run.stderr).strip().splitlines()[-1][:200]
     best = doc.get("best")
+    recommended = doc.get("recommended")
+    if best and recommended and recommended != best.get("config"):
+        # The winner did not hold up against the first configuration in tune's alternating
+        # rounds: the first stands.
+        best = next((t for t in doc.get("trials", []) if t.get("config") == recommended), best)
     if not best:
         first = doc["trials"][0] if doc.get("trials") else {}
         return None, None, f"{first.get('status')} at {first.get('stage')}: {first.get('reason', '')[:160]}"

@@ -5,7 +5,8 @@
 # come last.
 # TUNE_SHAPES=4096x32000x768,... first runs the engine's own search on each matmul shape
 # (TUNE_STRATEGY, default model; TUNE_BUDGET, default 120s) from the defaults, unattended, and adds
-# each search's best configuration to the matmul columns.
+# each search's recommended configuration (its winner where alternating rounds confirm it against
+# the defaults, else the defaults) to the matmul columns.
 # MATMUL_EXTRA_SHAPES=1x4096x4096,... (FUSED_MLP_, FLASH_ATTENTION_) replaces the standard problems
 # added to the model shapes (matmul_shapes.py --extra-shapes); NO_MODEL_SHAPES=1 times those alone.
 # B_NK=1 holds every matmul's B as a Linear's [N, K] weight (problem b_nk=1), as models call it.
@@ -34,10 +35,11 @@ for shape in ${TUNE_SHAPES//,/ }; do
   echo "== tune matmul $shape"
   build-gpu/autokernel tune kernels/cuda/matmul.cu --op matmul --shape "$shape" --dtype fp16 --json \
     --strategy "${TUNE_STRATEGY:-model}" --budget "${TUNE_BUDGET:-120s}" >"$OUT/tune-$shape.json" 2>"$OUT/tune-$shape.log"
-  best=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; print(b.get("config", ""))' \
+  best=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("recommended") or "")' \
     "$OUT/tune-$shape.json" 2>/dev/null)
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; t=d.get("trials", []);
-print(f"{len(t)} trials, best {b.get(\"config\")} at {b.get(\"timing\", {}).get(\"median_us\")} us")' \
+c=d.get("confirmation") or {};
+print(f"{len(t)} trials, best {b.get(\"config\")} at {b.get(\"timing\", {}).get(\"median_us\")} us; {c.get(\"why\", \"no confirmation\")}")' \
     "$OUT/tune-$shape.json" 2>/dev/null || tail -3 "$OUT/tune-$shape.log"
   [[ -n $best ]] && MATMUL_CONFIGS="$MATMUL_CONFIGS;$best"
 done

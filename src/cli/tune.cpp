@@ -1,10 +1,13 @@
 // `autokernel tune FILE --op OP`: searches the kernel's declared @tune space. Candidates compile
 // in parallel on CPU threads ahead of the device, which runs one isolated experiment at a time.
+// A winner other than the first configuration is then timed again against it in alternating
+// rounds (search/confirm.h), and recommended only where every round confirms the gain.
 #include <chrono>
 #include <deque>
 #include <future>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -16,6 +19,7 @@
 #include "harness/experiment_server.h"
 #include "harness/results_log.h"
 #include "search/budget.h"
+#include "search/confirm.h"
 #include "search/strategy.h"
 #include "search/tune_space.h"
 
@@ -27,7 +31,11 @@ struct TuneOptions {
   std::string strategy = "exhaustive";
   std::string budget;
   int jobs = 0;
+  int confirm_rounds = 5;  // 5 rounds: drift alone orders all five the same way 1 time in 16
 };
+
+// The least gain a confirmation accepts: below 1% a configuration is not worth a user's change.
+constexpr double kConfirmMinGain = 0.01;
 
 struct Finished {
   Config config;
@@ -52,6 +60,50 @@ const Finished* best_of(const std::vector<Finished>& done) {
   return best;
 }
 
+// `first` and `best` timed again, `rounds` times each, alternating which goes first in a round. A
+// confirming run that does not pass ends it unconfirmed: a winner that passes once is no winner.
+// Every run goes to the results table as a "tune-confirm" row.
+Confirmation confirm_best(const Finished& first, const Finished& best, const Target& target,
+                          const TuneOptions& o) {
+  if (!o.target.json)
+    std::cout << "\nconfirming: the first and the best timed again in " << o.confirm_rounds
+              << " rounds, alternating which goes first" << std::endl;
+  const BuiltCandidate first_built = build_candidate({target.source, first.config}, target.evaluate);
+  const BuiltCandidate best_built = build_candidate({target.source, best.config}, target.evaluate);
+  std::vector<ConfirmRound> rounds;
+  for (int r = 0; r < o.confirm_rounds; ++r) {
+    ConfirmRound round;
+    for (int turn = 0; turn < 2; ++turn) {
+      const bool best_turn = (turn == 0) == (r % 2 == 1);
+      const Finished& which = best_turn ? best : first;
+      const ExperimentResult result =
+          run_candidate(best_turn ? best_built : first_built, target.evaluate, [](std::string_view) {});
+      append_result(o.target.results, {"tune-confirm", o.target.file, to_string(which.config),
+                                       target.device_name, &target.evaluate.request, &result});
+      if (!result.passed()) {
+        Confirmation failed = judge_confirmation(rounds, kConfirmMinGain);
+        failed.confirmed = false;
+        failed.why = std::string(best_turn ? "the best" : "the first") +
+                     " configuration did not pass a confirming run (" + to_string(result.status) + ": " +
+                     result.reason + ")";
+        return failed;
+      }
+      (best_turn ? round.best_us : round.first_us) = result.timing.median_us;
+    }
+    rounds.push_back(round);
+    if (!o.target.json)
+      std::cout << "  round " << r + 1 << ": first " << round.first_us << " us, best " << round.best_us
+                << " us" << std::endl;
+  }
+  return judge_confirmation(std::move(rounds), kConfirmMinGain);
+}
+
+nlohmann::json to_json(const Confirmation& c) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& r : c.rounds) rounds.push_back({{"first_us", r.first_us}, {"best_us", r.best_us}});
+  return {{"rounds", rounds}, {"gain", c.gain}, {"confirmed", c.confirmed}, {"why", c.why}};
+}
+
 int run_tune(const TuneOptions& o) {
   Target target = resolve_target(o.target);
   ExperimentServer server;  // one for the whole run: the plan's cases are prepared once, not per candidate
@@ -71,7 +123,8 @@ int run_tune(const TuneOptions& o) {
               << target.evaluate.request.problem.to_string() << " "
               << to_string(target.evaluate.request.dtype) << ") on " << target.device_name << ": "
               << feasible.size() << " feasible of " << space.size() << " configurations, strategy "
-              << o.strategy << ", up to " << total << " experiments\n";
+              << o.strategy << ", up to " << total << " experiments, then up to " << 2 * o.confirm_rounds
+              << " confirming the best against the first\n";
 
   size_t width = 0;  // of the config column: the longest configuration's text
   for (const auto& c : feasible) width = std::max(width, to_string(c).size());
@@ -118,6 +171,12 @@ int run_tune(const TuneOptions& o) {
   const Finished& first = done.front();
   const double gain =
       best && first.result.passed() ? first.result.timing.median_us / best->result.timing.median_us : 0;
+  // What to use: the winner, unless it beat a passing first configuration only in the search's
+  // single readings and its confirmation says otherwise.
+  std::optional<Confirmation> confirmation;
+  if (best && best != &first && first.result.passed() && o.confirm_rounds > 0)
+    confirmation = confirm_best(first, *best, target, o);
+  const Finished* recommended = confirmation && !confirmation->confirmed ? &first : best;
   if (o.target.json) {
     nlohmann::json j = {{"op", target.evaluate.request.op}, {"kernel", o.target.file},
                         {"device", target.device_name},     {"strategy", o.strategy},
@@ -125,7 +184,9 @@ int run_tune(const TuneOptions& o) {
     j["trials"] = nlohmann::json::array();
     for (const auto& f : done) j["trials"].push_back(to_json_row(f));
     j["best"] = best ? to_json_row(*best) : nlohmann::json(nullptr);
-    j["gain_over_first"] = gain;
+    j["gain_over_first"] = gain;  // the search's single readings; the confirmation's gain is the one to quote
+    j["confirmation"] = confirmation ? to_json(*confirmation) : nlohmann::json(nullptr);
+    j["recommended"] = recommended ? nlohmann::json(to_string(recommended->config)) : nlohmann::json(nullptr);
     std::cout << j.dump(2) << "\n";
   } else if (best) {
     std::cout << "\nbest: " << (best->config.empty() ? "(defaults)" : to_string(best->config)) << "\n  "
@@ -133,7 +194,11 @@ int run_tune(const TuneOptions& o) {
     if (gain > 0)
       std::cout << "  " << std::fixed << std::setprecision(2) << gain
                 << "x faster than the first configuration (" << to_string(first.config) << ", "
-                << first.result.timing.median_us << " us)\n";
+                << first.result.timing.median_us << " us) in the search's readings\n";
+    if (confirmation)
+      std::cout << (confirmation->confirmed ? "confirmed: " : "not confirmed: ") << confirmation->why << "\n";
+    std::cout << "recommended: "
+              << (recommended->config.empty() ? "(defaults)" : to_string(recommended->config)) << "\n";
   } else {
     std::cout << "\nno configuration passed the harness\n";
   }
@@ -151,6 +216,10 @@ Command tune_command() {
             app.add_option("--budget", o->budget,
                            "experiments (e.g. 20) or time (e.g. 90s, 10m, 1h); default: the whole space");
             app.add_option("--jobs", o->jobs, "parallel compiles (default: hardware threads)");
+            app.add_option("--confirm-rounds", o->confirm_rounds,
+                           "rounds that time the best and the first configuration again, alternating, "
+                           "before the best is recommended (default 5; 0: none)")
+                ->check(CLI::NonNegativeNumber);
             return [o] { return run_tune(*o); };
           }};
 }
