@@ -81,7 +81,8 @@
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
 //                     the workspace would pass 256 MiB); 1: no split.
 //   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= SKINNY_MAX_M), before
-//                     wgmma; SPLIT_K sets its splits as it does wgmma's
+//                     wgmma; SPLIT_K sets its splits as it does wgmma's. Searched only where M <= 64
+//                     (the last @require): above, both values run the same code
 //   SKINNY_SIMT_MAX_M the largest M that the skinny variant takes on CUDA cores with B as
 //                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
@@ -124,6 +125,7 @@
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 // @require SPLIT_K == 0 || WGMMA == 1 || SKINNY == 1
+// @require SKINNY == 1 || M <= 64
 #include <optional>
 
 #include "autokernel/cuda_gemm.cuh"
