@@ -219,7 +219,7 @@ Command tune_command() {
             app.add_option("--confirm-rounds", o->confirm_rounds,
                            "rounds that time the best and the first configuration again, alternating, "
                            "before the best is recommended (default 5; 0: none)")
-                ->check(CLI::NonNegativeNumber);
+                ->check(CLI::Range(0, 50));
             return [o] { return run_tune(*o); };
           }};
 }

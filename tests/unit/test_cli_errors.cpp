@@ -45,7 +45,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "unknown dtype"},
         BadInput{"bad_budget",
                  {"tune", kernel("tunable_repeat.cpp"), "--op", "reduce", "--budget", "soon"},
-                 "bad budget"}),
+                 "bad budget"},
+        BadInput{"negative_confirm_rounds",
+                 {"tune", kernel("tunable_repeat.cpp"), "--op", "reduce", "--confirm-rounds", "-1"},
+                 "--confirm-rounds: Value -1 not in range 0 to 50"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CliErrorsNoGpu, CudaBackendWithoutAGpuIsOneLine) {
