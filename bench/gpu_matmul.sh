@@ -35,13 +35,13 @@ for shape in ${TUNE_SHAPES//,/ }; do
   echo "== tune matmul $shape"
   build-gpu/autokernel tune kernels/cuda/matmul.cu --op matmul --shape "$shape" --dtype fp16 --json \
     --strategy "${TUNE_STRATEGY:-model}" --budget "${TUNE_BUDGET:-120s}" >"$OUT/tune-$shape.json" 2>"$OUT/tune-$shape.log"
-  best=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("recommended") or "")' \
+  recommended=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("recommended") or "")' \
     "$OUT/tune-$shape.json" 2>/dev/null)
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; t=d.get("trials", []);
 c=d.get("confirmation") or {};
 print(f"{len(t)} trials, best {b.get(\"config\")} at {b.get(\"timing\", {}).get(\"median_us\")} us; {c.get(\"why\", \"no confirmation\")}")' \
     "$OUT/tune-$shape.json" 2>/dev/null || tail -3 "$OUT/tune-$shape.log"
-  [[ -n $best ]] && MATMUL_CONFIGS="$MATMUL_CONFIGS;$best"
+  [[ -n $recommended ]] && MATMUL_CONFIGS="$MATMUL_CONFIGS;$recommended"
 done
 for op in ${OPS:-matmul fused_mlp}; do
   configs_var=$(echo "${op}_CONFIGS" | tr a-z A-Z)

@@ -204,14 +204,14 @@ int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream
     if (limits.staged && p.m > kMaxRowsNK) {  // through shared memory: 4 or 8 operands of A
       return with_rows<kMaxMmaCols, 32>(p.m, [&](auto rows) {
         constexpr int NT = decltype(rows)::value / 8;
-        // A split gives each stage of the ring a turn. Where the columns alone fill more than
-        // half the two blocks an SM holds, nothing splits and each block's own pace sets the
-        // time: past 32 rows the wgmma split-K is then faster (64 x 11008 x 4096: 41.5 against
-        // 48.4 us on the H200; 64 x 32000 x 4096: 71.6 against 98.1), and a split count that
-        // fills the last wave was slower still (50.1). Those calls go to it.
+        // A split gives each stage of the ring a turn. With more column blocks than SMs,
+        // choose_splits splits nothing and each block's own pace sets the time: past 32 rows the
+        // wgmma split-K is then faster (64 x 11008 x 4096: 41.5 against 48.4 us on the H200;
+        // 64 x 32000 x 4096: 71.6 against 98.1), and a split count that fills the last wave was
+        // slower still (50.1). Those calls go to it.
         const int64_t blocks = (p.n + kStagedRows - 1) / kStagedRows;
-        const int64_t slots = 2 * std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-        if (NT > 4 && blocks * 2 > slots) return AK_ERR_UNSUPPORTED;
+        if (NT > 4 && blocks > std::max(1, device_attribute(cudaDevAttrMultiProcessorCount)))
+          return AK_ERR_UNSUPPORTED;
         return launch_split<T>(mma_staged_nk_kernel<T, NT>, p, c, ldc, stream, split_k, blocks,
                                kStagedRing<NT> * kStagedK, kStagedK, staged_smem_bytes<NT>());
       });

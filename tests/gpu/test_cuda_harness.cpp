@@ -37,6 +37,14 @@ class CudaHarness : public ::testing::Test {
     EXPECT_TRUE(j.is_object()) << run.output;
     return j;
   }
+  // `file` through every stage on each (shape, dtype) case: PASS on each.
+  void expect_every_stage_passes(const std::string& file, const std::string& op,
+                                 const std::vector<std::pair<std::string, std::string>>& cases) {
+    for (const auto& [shape, dtype] : cases) {
+      const auto j = bench(file, op, shape, {"--dtype", dtype});
+      EXPECT_EQ(j.value("status", ""), "PASS") << file << ": " << shape << " " << dtype << "\n" << j.dump(2);
+    }
+  }
 };
 
 TEST_F(CudaHarness, RmsnormStarterPassesEveryStage) {
@@ -164,16 +172,13 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
 // of its 128-k stages, and K cut into splits (4096 x 4096: 64 blocks, so four splits on 132 SMs;
 // 8192 x 4096 at 64 rows: 128 blocks, two splits).
 TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
-  for (const auto& [shape, dtype] :
-       std::vector<std::pair<std::string, std::string>>{{"27x2000x1032:b_nk=1", "bf16"},
-                                                        {"50x2008x1032:b_nk=1", "bf16"},
-                                                        {"61x2008x1032:b_nk=1", "fp16"},
-                                                        {"17x4096x4096:b_nk=1", "fp16"},
-                                                        {"64x8192x4096:b_nk=1", "bf16"}}) {
-    const auto j = bench(starter_with("matmul", "#define SKINNY_STAGED 1\n#define SKINNY_MAX_M 64"), "matmul",
-                         shape, {"--dtype", dtype});
-    EXPECT_EQ(j.value("status", ""), "PASS") << shape << " " << dtype << "\n" << j.dump(2);
-  }
+  expect_every_stage_passes(starter_with("matmul", "#define SKINNY_STAGED 1\n#define SKINNY_MAX_M 64"),
+                            "matmul",
+                            {{"27x2000x1032:b_nk=1", "bf16"},
+                             {"50x2008x1032:b_nk=1", "bf16"},
+                             {"61x2008x1032:b_nk=1", "fp16"},
+                             {"17x4096x4096:b_nk=1", "fp16"},
+                             {"64x8192x4096:b_nk=1", "bf16"}});
 }
 
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
@@ -193,12 +198,9 @@ TEST_F(CudaHarness, MatmulFp32OnTensorCoresPassesEveryStageAndBeatsFfma) {
 
 // B as a Linear's [N, K] weight (b_nk = 1): the wgmma (K-major B tiles), mma and fp32 simt paths.
 TEST_F(CudaHarness, MatmulTakesALinearsWeightThroughEveryStage) {
-  for (const auto& [shape, dtype] : std::vector<std::pair<std::string, std::string>>{
-           {"1000x1000x200:b_nk=1", "fp16"}, {"300x520x72:b_nk=1", "bf16"}, {"257x130x96:b_nk=1", "fp32"}}) {
-    const auto j =
-        bench(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul", shape, {"--dtype", dtype});
-    EXPECT_EQ(j.value("status", ""), "PASS") << shape << " " << dtype << "\n" << j.dump(2);
-  }
+  expect_every_stage_passes(
+      std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul",
+      {{"1000x1000x200:b_nk=1", "fp16"}, {"300x520x72:b_nk=1", "bf16"}, {"257x130x96:b_nk=1", "fp32"}});
 }
 
 // TMA_STORE is its default. down's tile width is picked per call, on 132 SMs: 64 at D = 256 (32
@@ -241,17 +243,13 @@ TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAnd
 // 300 keys), grouped-query heads and more tiles than SMs. A causal shape checks that those keep
 // their 128-key tiles under the same build.
 TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
-  for (const auto& [shape, dtype] :
-       std::vector<std::pair<std::string, std::string>>{{"1x8x520x128:causal=0,kv_heads=2", "bf16"},
-                                                        {"2x16x1100x128:causal=0", "fp16"},
-                                                        {"1x8x520x64:causal=0,kv_heads=2", "fp16"},
-                                                        {"2x12x512x64:causal=0", "bf16"},
-                                                        {"3x5x300x64:causal=0", "bf16"},
-                                                        {"2x4x300x128:causal=1", "fp16"}}) {
-    const auto j = bench(starter_with("flash_attention", "#define KEYS 176"), "flash_attention", shape,
-                         {"--dtype", dtype});
-    EXPECT_EQ(j.value("status", ""), "PASS") << shape << " " << dtype << "\n" << j.dump(2);
-  }
+  expect_every_stage_passes(starter_with("flash_attention", "#define KEYS 176"), "flash_attention",
+                            {{"1x8x520x128:causal=0,kv_heads=2", "bf16"},
+                             {"2x16x1100x128:causal=0", "fp16"},
+                             {"1x8x520x64:causal=0,kv_heads=2", "fp16"},
+                             {"2x12x512x64:causal=0", "bf16"},
+                             {"3x5x300x64:causal=0", "bf16"},
+                             {"2x4x300x128:causal=1", "fp16"}});
 }
 
 TEST_F(CudaHarness, GoodReducePasses) {
