@@ -56,7 +56,8 @@ def fused_mlp(x, wg, wu, wd):
 
 
 def make_inputs(op, dims, dtype, params=None):
-    """Seeded inputs of `op` at `dims`; attention's k and v take params' kv_heads (grouped-query)."""
+    """Seeded inputs of `op` at `dims`; attention's k and v take params' kv_heads (grouped-query),
+    matmul's B params' b_nk."""
     g = torch.Generator(device="cuda").manual_seed(0)
     rnd = lambda *s: torch.randn(*s, device="cuda", dtype=dtype, generator=g)
     if op in ("rmsnorm",):
@@ -75,9 +76,10 @@ def make_inputs(op, dims, dtype, params=None):
         cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
         sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
         return (rnd(b, h, s, d), cos, sin)
-    if op == "matmul":
+    if op == "matmul":  # B held as a Linear's [N, K] weight (its transposed view) when params say b_nk=1
         m, n, k = dims
-        return (rnd(m, k), rnd(k, n))
+        b = rnd(k, n)
+        return (rnd(m, k), b.t().contiguous().t() if (params or {}).get("b_nk") == 1 else b)
     if op == "flash_attention":
         b, h, s, d = dims
         kv_heads = (params or {}).get("kv_heads", h)

@@ -55,16 +55,6 @@ def build(ak, op, config):
     return config, module, failure or "PASS"
 
 
-def inputs_for(op, shape, dtype):
-    """compare.py's inputs for the shape; matmul's B held as a Linear's [N, K] weight (its
-    transposed view) when the shape says b_nk=1."""
-    args = make_inputs(op, shape_dims(shape), dtype, shape_params(shape))
-    if op == "matmul" and shape_params(shape).get("b_nk") == 1:
-        a, b = args
-        args = (a, b.t().contiguous().t())
-    return args
-
-
 def measure(timer, op, module_path, shape, args, max_rel_error):
     """{"us", "rel_error"} of one module on one shape: its output (into a NaN-filled buffer)
     against PyTorch's in fp32, then its time; no time when the output is wrong."""
@@ -110,7 +100,7 @@ def main():
     timer, rows = Timer(), []
     for shape, where in shapes:
         for dtype_name in a.dtypes.split(","):
-            args = inputs_for(a.op, shape, TORCH_DTYPE[dtype_name])
+            args = make_inputs(a.op, shape_dims(shape), TORCH_DTYPE[dtype_name], shape_params(shape))
             row = {"shape": shape, "where": where, "dtype": dtype_name,
                    "torch_us": timer.median_us(FUNCTIONS[a.op](shape), args), "ours": {}}
             for config, module, _ in built:

@@ -62,7 +62,7 @@ def longest_kernel(report):
         raise SystemExit(f"ncu_summary.py: {report} holds no kernel")
     kernels = [{h: (v, u) for h, u, v in zip(header, units, row)} for row in data]
     duration = lambda k: number(*k.get("gpu__time_duration.sum", ("0", "")))
-    return max(kernels, key=lambda k: duration(k) or 0), len(kernels)
+    return max(kernels, key=lambda k: duration(k) or 0), kernels
 
 
 def hot(count, path):
@@ -89,9 +89,12 @@ def main():
     columns = []
     for arg in sys.argv[1:]:
         label, _, path = arg.partition("=")
-        kernel, count = longest_kernel(path or label)
+        kernel, kernels = longest_kernel(path or label)
         columns.append((label, kernel))
-        print(f"{label}: {kernel['Kernel Name'][0][:150]} ({count} kernel(s) in the report)")
+        print(f"{label}: {kernel['Kernel Name'][0][:150]} ({len(kernels)} kernel(s) in the report)")
+        for other in kernels if len(kernels) > 1 else []:  # split-K's reduction, a conversion...
+            print(f"  {number(*other['gpu__time_duration.sum']) / 1e3:8.2f} us  grid {other['launch__grid_size'][0]:>6s}"
+                  f"  {other['Kernel Name'][0][:120]}")
     def value(kernel, name, scale):
         v = number(*kernel[name]) if name in kernel else None
         return v * scale if v is not None else None
