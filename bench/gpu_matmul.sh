@@ -33,14 +33,18 @@ fi
 TUNE_SHAPES=${TUNE_SHAPES:-}
 for shape in ${TUNE_SHAPES//,/ }; do
   echo "== tune matmul $shape"
+  tag=$(echo "$shape" | tr ':=' '__')  # $OUT's files come back only under plain names
   build-gpu/autokernel tune kernels/cuda/matmul.cu --op matmul --shape "$shape" --dtype fp16 --json \
-    --strategy "${TUNE_STRATEGY:-model}" --budget "${TUNE_BUDGET:-120s}" >"$OUT/tune-$shape.json" 2>"$OUT/tune-$shape.log"
+    --strategy "${TUNE_STRATEGY:-model}" --budget "${TUNE_BUDGET:-120s}" >"$OUT/tune-$tag.json" 2>"$OUT/tune-$tag.log"
   recommended=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("recommended") or "")' \
-    "$OUT/tune-$shape.json" 2>/dev/null)
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); b=d.get("best") or {}; t=d.get("trials", []);
-c=d.get("confirmation") or {};
-print(f"{len(t)} trials, best {b.get(\"config\")} at {b.get(\"timing\", {}).get(\"median_us\")} us; {c.get(\"why\", \"no confirmation\")}")' \
-    "$OUT/tune-$shape.json" 2>/dev/null || tail -3 "$OUT/tune-$shape.log"
+    "$OUT/tune-$tag.json" 2>/dev/null)
+  python3 - "$OUT/tune-$tag.json" <<'PY' || tail -3 "$OUT/tune-$tag.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+best, why = d.get("best") or {}, (d.get("confirmation") or {}).get("why", "no confirmation")
+us = (best.get("timing") or {}).get("median_us")
+print(f"{len(d.get('trials', []))} trials, best {best.get('config')} at {us} us; {why}")
+PY
   [[ -n $recommended ]] && MATMUL_CONFIGS="$MATMUL_CONFIGS;$recommended"
 done
 for op in ${OPS:-matmul fused_mlp}; do

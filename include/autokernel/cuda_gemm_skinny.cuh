@@ -17,7 +17,7 @@
 // rows of A and B, K a multiple of 8, and for KN N a multiple of 8; other calls get
 // AK_ERR_UNSUPPORTED and take the tiled paths.
 //       With RowLimits::staged, 17 to 64 rows go through shared memory instead
-//       (cuda_gemm_skinny_staged.cuh: a block per 64 columns of C, A's tile shared by its warps).
+//       (cuda_gemm_skinny_staged.cuh: one block an SM per 32, 64 or 128 columns of C).
 //   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k, limits)
 //     split_k: 0 chooses, n > 0 forces n; limits (RowLimits): the M each path takes
 // C++17, header-only.
@@ -142,9 +142,10 @@ __global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, c
 
 // Which M each path takes (kernels/cuda/matmul.cu: SKINNY_SIMT_MAX_M, SKINNY_MAX_M).
 struct RowLimits {
-  int simt_max_m;  // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
-  int max_m;       // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
-  bool staged;     // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
+  int simt_max_m;   // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
+  int max_m;        // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
+  bool staged;      // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
+  int staged_rows;  // rows of W per block there: 32, 64 or 128; 0 chooses
 };
 
 template <typename T, BLayout L>
@@ -181,11 +182,11 @@ using Kernel = void (*)(const T*, int64_t, const T*, int64_t, int, int, int, int
 // then added in split order.
 template <typename T>
 int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
-                 int split_k, int64_t blocks, int min_k, int granule, int smem_bytes = 0) {
+                 int split_k, int64_t blocks, int min_k, int granule, int smem_bytes = 0, int blocks_per_sm = 2) {
   if (!allow_shared_memory(kernel, smem_bytes)) return AK_ERR_UNSUPPORTED;
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const int64_t slice = static_cast<int64_t>(p.m) * p.n;
-  const Splits s = choose_splits(p.k, blocks, 2 * sms, min_k, INT_MAX, granule, slice, split_k);
+  const Splits s = choose_splits(p.k, blocks, blocks_per_sm * sms, min_k, INT_MAX, granule, slice, split_k);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(s.count));
   auto run = [&](float* ws) {
     kernel<<<grid, kThreads, smem_bytes, stream>>>(p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k, s.chunk, c, ldc,
@@ -196,6 +197,41 @@ int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc
   return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
 }
 
+// The shared-memory form (cuda_gemm_skinny_staged.cuh) for 17 to 64 rows of A (NT operands): one
+// block an SM, its ring as deep as about 200 KB allows (up to 8 stages), and by default the fewest
+// rows of W per block (32, 64, 128) that leave no more blocks than SMs: no split where the
+// columns fill the SMs, and where they do not, the fewest blocks to split. A split gives each
+// stage of the ring a turn. Past 64 x 128 rows of W per SM (N > 16896 on 132 SMs) at more than 32
+// rows of A, the wgmma split-K is faster (64 x 32000 x 4096: 72.2 against 82.9 us on the H200):
+// those calls go to it.
+template <typename T, int NT>
+int launch_staged(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
+                  int forced_rows) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  int rows = forced_rows;
+  if (rows == 0) {
+    if (NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
+    rows = p.n <= 32 * sms ? 32 : p.n <= 64 * sms ? 64 : 128;
+  }
+  const auto launch = [&](auto g, auto wr) {
+    constexpr int G = decltype(g)::value, WR = decltype(wr)::value;
+    using S = StagedLayout<NT, G, WR>;
+    constexpr int kRing = std::min(8, 200 * 1024 / (S::kStageElems * 2));
+    return launch_split<T>(mma_staged_nk_kernel<T, NT, G, WR, kRing>, p, c, ldc, stream, split_k,
+                           (p.n + S::kRows - 1) / S::kRows, kRing * kStagedK, kStagedK,
+                           staged_smem_bytes<NT, G, WR, kRing>(), 1);
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  using Four = std::integral_constant<int, 4>;
+  switch (rows) {  // G 16-row tiles a warp, WR groups of warps along W's rows
+    case 32: return launch(Two{}, One{});
+    case 64: return launch(Four{}, One{});
+    case 128: return launch(Four{}, Two{});
+    default: return AK_ERR_UNSUPPORTED;
+  }
+}
+
 template <typename T, BLayout L>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
                        RowLimits limits) {
@@ -203,17 +239,7 @@ int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream
   if constexpr (L == BLayout::NK) {
     if (limits.staged && p.m > kMaxRowsNK) {  // through shared memory: 4 or 8 operands of A
       return with_rows<kMaxMmaCols, 32>(p.m, [&](auto rows) {
-        constexpr int NT = decltype(rows)::value / 8;
-        // A split gives each stage of the ring a turn. With more column blocks than SMs,
-        // choose_splits splits nothing and each block's own pace sets the time: past 32 rows the
-        // wgmma split-K is then faster (64 x 11008 x 4096: 41.5 against 48.4 us on the H200;
-        // 64 x 32000 x 4096: 71.6 against 98.1), and a split count that fills the last wave was
-        // slower still (50.1). Those calls go to it.
-        const int64_t blocks = (p.n + kStagedRows - 1) / kStagedRows;
-        if (NT > 4 && blocks > std::max(1, device_attribute(cudaDevAttrMultiProcessorCount)))
-          return AK_ERR_UNSUPPORTED;
-        return launch_split<T>(mma_staged_nk_kernel<T, NT>, p, c, ldc, stream, split_k, blocks,
-                               kStagedRing<NT> * kStagedK, kStagedK, staged_smem_bytes<NT>());
+        return launch_staged<T, decltype(rows)::value / 8>(p, c, ldc, stream, split_k, limits.staged_rows);
       });
     }
     if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {      // C^T = W A^T on the tensor cores

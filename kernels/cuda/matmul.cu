@@ -34,10 +34,11 @@
 //           decode), rows 16-byte aligned, K (and for B[K, N] N) a multiple of 8: memory-bound,
 //           B read once in 16-byte loads. B a Linear's [N, K]: on the tensor cores, up to 16 rows
 //           a block per 16 columns of C (mma.m16n8k16 from registers, no shared memory), 17 to
-//           64 a block per 64 columns through a cp.async ring (SKINNY_STAGED), or up to
-//           SKINNY_SIMT_MAX_M rows on CUDA cores, warps owning a few columns of C; B[K, N]: on
-//           CUDA cores, lanes owning 8 columns each. Split along K when the columns give too few
-//           blocks (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
+//           64 one block an SM per 32, 64 or 128 columns of C through a cp.async ring up to 8
+//           stages deep (SKINNY_STAGED), or up to SKINNY_SIMT_MAX_M rows on CUDA
+//           cores, warps owning a few columns of C; B[K, N]: on CUDA cores, lanes owning 8 columns
+//           each. Split along K when the columns give too few blocks
+//           (include/autokernel/cuda_gemm_skinny.cuh). Other calls take the variants above.
 //   tf32x3  fp32 on Hopper when TF32X3 = 1 and the output gives at least half a wave of 128 x
 //           128 tiles (K >= 32, the workspace within 1 GiB): A and B split into TF32 halves
 //           (x = hi + lo) in a workspace, B transposed to [N, K], then lo_a hi_b + hi_a lo_b +
@@ -81,23 +82,28 @@
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
 //                     the workspace would pass 256 MiB); 1: no split.
 //   SKINNY            fp16/bf16, 1: the skinny variant for calls it takes (M <= SKINNY_MAX_M), before
-//                     wgmma; SPLIT_K sets its splits as it does wgmma's. Searched only where M <= 64
-//                     (the last @require): above, both values run the same code
+//                     wgmma; SPLIT_K sets its splits as it does wgmma's. 32, 64, 128: the same, with
+//                     that many rows of W per block in the shared-memory form (SKINNY_STAGED; 1
+//                     chooses). 0 is searched only where M <= 64, and 32 to 128 only where the
+//                     shared-memory form takes the call, with the default tiles (the last three
+//                     requirements below): elsewhere the values run the same code
 //   SKINNY_SIMT_MAX_M the largest M that the skinny variant takes on CUDA cores with B as
 //                     [N, K]; above it, the tensor cores. 0: on the H100 the tensor cores were
 //                     as fast or faster from M = 1 on 4096 x 4096 (16.7 against 17.9 us; 4%
 //                     slower at 1 x 11008 x 4096). Not a @tune: a crossover, measured.
 //   SKINNY_STAGED     1 (the default): the skinny variant takes 17 to SKINNY_MAX_M rows (B as
-//                     [N, K]) through shared memory, a block per 64 columns of C whose warps share
-//                     each stage of A (include/autokernel/cuda_gemm_skinny_staged.cuh), where the
-//                     register form (0) reads A from L2 M / 16 times W's bytes. On the H200 it beat
-//                     the register form at every M from 17 to 64 (32 x 11008 x 4096: 32.0 against
-//                     47.4 us) and the wgmma split-K wherever its columns leave room to split K;
-//                     past 32 rows with more columns (64 x 11008 x 4096, 64 x 32000 x 4096) it
-//                     hands the call to split-K (docs/benchmarks.md, 2026-11-28, twenty-fifth
-//                     session). Not a @tune.
+//                     [N, K]) through shared memory, one block an SM whose 8 warps each take a
+//                     slice of every stage's k over all the block's rows of W, the slices' sums
+//                     added in shared memory at the end (include/autokernel/cuda_gemm_skinny_staged.cuh);
+//                     0: the register form, which reads A from L2 M / 16 times W's bytes. On the
+//                     H200 (docs/benchmarks.md, 2026-11-28, twenty-sixth session) it beats cuBLAS
+//                     up to 32 rows against 4096 columns (32 x 4096 x 4096: 14.0 against 16.4 us)
+//                     and the earlier two-blocks-an-SM form at every measured shape. Not a @tune.
+//                     Its rows of W per block (SKINNY = 1): the fewest of 32, 64, 128 that leave no
+//                     more blocks than SMs; past 128 at more than 32 rows of A the call goes to the
+//                     wgmma split-K.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
-//                     64 with the staged form (48 x 4096 x 4096: 24.3 us against split-K's 30.8
+//                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
 //                     Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
@@ -112,7 +118,7 @@
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
 // @tune SPLIT_K: 0, 1, 2, 4
-// @tune SKINNY: 0, 1
+// @tune SKINNY: 0, 1, 32, 64, 128
 // @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
@@ -124,8 +130,10 @@
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
-// @require SPLIT_K == 0 || WGMMA == 1 || SKINNY == 1
-// @require SKINNY == 1 || M <= 64
+// @require SPLIT_K == 0 || WGMMA == 1 || SKINNY != 0
+// @require SKINNY != 0 || M <= 64
+// @require SKINNY <= 1 || (b_nk == 1 && M > 16 && M <= 64)
+// @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
 #include <optional>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -254,7 +262,7 @@ int launch(const ak_call* call) {
     if constexpr (SKINNY != 0) {
       const int rc =
           skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
-                                           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0});
+                                           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0, SKINNY > 1 ? SKINNY : 0});
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);

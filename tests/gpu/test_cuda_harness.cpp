@@ -167,18 +167,27 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
   }
 }
 
-// The skinny variant's shared-memory form (SKINNY_STAGED = 1, the default for 17 to 64 rows of A):
-// every stage, with four and eight operands, N not a multiple of its 64 columns, K not a multiple
-// of its 128-k stages, and K cut into splits (4096 x 4096: 64 blocks, so four splits on 132 SMs;
-// 8192 x 4096 at 64 rows: 128 blocks, two splits).
+// The skinny variant's shared-memory form (SKINNY_STAGED = 1, the default for 17 to 64 rows of A:
+// one block an SM, a ring of up to 8 stages, every warp on all of the block's rows of W, the warps'
+// k slices added in shared memory): every stage at each block height, 32, 64 and 128 rows of W
+// (SKINNY = 32, 64, 128; 1 chooses), with four and eight operands, N not a multiple of the block's rows, K
+// not a multiple of the 128-k stages, and K cut into splits (17 x 4096 x 4096 at 64 rows: 64
+// blocks, two splits on 132 SMs).
 TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
-  expect_every_stage_passes(starter_with("matmul", "#define SKINNY_STAGED 1\n#define SKINNY_MAX_M 64"),
-                            "matmul",
-                            {{"27x2000x1032:b_nk=1", "bf16"},
-                             {"50x2008x1032:b_nk=1", "bf16"},
-                             {"61x2008x1032:b_nk=1", "fp16"},
-                             {"17x4096x4096:b_nk=1", "fp16"},
-                             {"64x8192x4096:b_nk=1", "bf16"}});
+  struct Case {
+    std::string rows, shape, dtype;
+  };
+  for (const auto& [rows, shape, dtype] : std::vector<Case>{{"1", "61x2008x1032:b_nk=1", "fp16"},
+                                                            {"1", "64x8192x4096:b_nk=1", "bf16"},
+                                                            {"32", "27x2000x1032:b_nk=1", "bf16"},
+                                                            {"32", "64x4096x4096:b_nk=1", "fp16"},
+                                                            {"64", "61x2008x1032:b_nk=1", "fp16"},
+                                                            {"64", "17x4096x4096:b_nk=1", "fp16"},
+                                                            {"128", "50x2008x1032:b_nk=1", "bf16"},
+                                                            {"128", "64x11008x4096:b_nk=1", "fp16"}})
+    expect_every_stage_passes(
+        starter_with("matmul", "#define SKINNY_STAGED 1\n#define SKINNY_MAX_M 64\n#define SKINNY " + rows),
+        "matmul", {{shape, dtype}});
 }
 
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's

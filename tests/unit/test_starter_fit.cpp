@@ -59,22 +59,35 @@ TEST(StarterFit, EveryStartersSpaceParsesAndItsDefaultsFitTheStandardProblem) {
 
 // The CUDA matmul's space holds SKINNY = 0 only where a call can reach the skinny variant (M up to
 // 64): above, both values run the same code, and a search timed the twins (on an H200 it took
-// their 8.4 against 9.1 us at 4096 x 256 x 768 for a gain).
+// their 8.4 against 9.1 us at 4096 x 256 x 768 for a gain); likewise its block heights, only
+// where the shared-memory form takes the call.
 TEST(StarterFit, MatmulSearchesSkinnyOnlyWhereACallCanTakeIt) {
   const std::string source = read_text_file(starter_path("cuda", "matmul"));
   const TuneSpace space = parse_tune_space(source);
   const Op& op = find_op("matmul");
-  const auto skinny_values = [&](const std::string& shape) {
+  const auto values_of = [&](const std::string& param, const std::string& shape) {
     std::set<std::string> values;
     for (const auto& config :
          feasible_configs(space, problem_symbols(op, parse_problem(shape)), kMaxTuneConfigs))
       for (const auto& [name, value] : config)
-        if (name == "SKINNY") values.insert(value);
+        if (name == param) values.insert(value);
     return values;
   };
-  EXPECT_EQ(skinny_values("4096x256x768:b_nk=1"), (std::set<std::string>{"1"}));
-  EXPECT_EQ(skinny_values("65x4096x4096:b_nk=1"), (std::set<std::string>{"1"}));
-  EXPECT_EQ(skinny_values("64x4096x4096:b_nk=1"), (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(values_of("SKINNY", "4096x256x768:b_nk=1"), (std::set<std::string>{"1"}));
+  EXPECT_EQ(values_of("SKINNY", "65x4096x4096:b_nk=1"), (std::set<std::string>{"1"}));
+  // The shared-memory form's block heights (32, 64, 128): only for the rows it takes, 17 to 64
+  // against B as [N, K].
+  const std::set<std::string> heights{"0", "1", "32", "64", "128"};
+  EXPECT_EQ(values_of("SKINNY", "64x4096x4096:b_nk=1"), heights);
+  EXPECT_EQ(values_of("SKINNY", "17x4096x4096:b_nk=1"), heights);
+  EXPECT_EQ(values_of("SKINNY", "16x4096x4096:b_nk=1"), (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(values_of("SKINNY", "64x4096x4096"), (std::set<std::string>{"0", "1"}));
+  // ... and with the default tiles only, which the skinny kernels ignore: a height times only SPLIT_K.
+  size_t heights_searched = 0;
+  for (const auto& config :
+       feasible_configs(space, problem_symbols(op, parse_problem("64x4096x4096:b_nk=1")), kMaxTuneConfigs))
+    for (const auto& [name, value] : config) heights_searched += name == "SKINNY" && value == "64";
+  EXPECT_EQ(heights_searched, 4u);
 }
 
 Profile attention_profile() {
