@@ -182,7 +182,8 @@ using Kernel = void (*)(const T*, int64_t, const T*, int64_t, int, int, int, int
 // then added in split order.
 template <typename T>
 int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
-                 int split_k, int64_t blocks, int min_k, int granule, int smem_bytes = 0, int blocks_per_sm = 2) {
+                 int split_k, int64_t blocks, int min_k, int granule, int smem_bytes = 0,
+                 int blocks_per_sm = 2) {
   if (!allow_shared_memory(kernel, smem_bytes)) return AK_ERR_UNSUPPORTED;
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const int64_t slice = static_cast<int64_t>(p.m) * p.n;

@@ -34,11 +34,11 @@ constexpr int kStagedK = 128;  // k per stage
 template <int NT, int G, int WR>
 struct StagedLayout {
   static_assert(NT % 2 == 0, "A's operands are read in pairs");
-  static constexpr int kRows = 16 * G * WR;                    // rows of W per block
-  static constexpr int kSlices = kWarps / WR;                  // warps along a stage's k
-  static constexpr int kSteps = kStagedK / 16 / kSlices;       // k16 steps of a warp per stage
+  static constexpr int kRows = 16 * G * WR;                        // rows of W per block
+  static constexpr int kSlices = kWarps / WR;                      // warps along a stage's k
+  static constexpr int kSteps = kStagedK / 16 / kSlices;           // k16 steps of a warp per stage
   static constexpr int kStageElems = (kRows + 8 * NT) * kStagedK;  // W's and A's tiles
-  static constexpr int kPartials = kSlices * kRows * 8 * NT;   // floats of the warps' sums
+  static constexpr int kPartials = kSlices * kRows * 8 * NT;       // floats of the warps' sums
   static_assert(kSteps >= 1 && kSlices * kSteps * 16 == kStagedK, "slices split a stage evenly");
 };
 
@@ -88,13 +88,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t fa[NT / 2][4];
 #pragma unroll
       for (int t = 0; t < NT; t += 2)
-        ldmatrix_x4(fa[t / 2],
-                    smem_addr(at + swizzled<kStagedK>(8 * (t + lane / 16) + lane % 8, chunk0 + (lane / 8) % 2)));
+        ldmatrix_x4(fa[t / 2], smem_addr(at + swizzled<kStagedK>(8 * (t + lane / 16) + lane % 8,
+                                                                 chunk0 + (lane / 8) % 2)));
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         // W's rows 16 (group G + g) + 0..15 as the A operand: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15).
         uint32_t fw[4];
-        ldmatrix_x4(fw, smem_addr(wt + swizzled<kStagedK>(16 * (group * G + g) + lane % 16, chunk0 + lane / 16)));
+        ldmatrix_x4(fw,
+                    smem_addr(wt + swizzled<kStagedK>(16 * (group * G + g) + lane % 16, chunk0 + lane / 16)));
 #pragma unroll
         for (int t = 0; t < NT; t += 2) {
           const uint32_t b0[2] = {fa[t / 2][0], fa[t / 2][1]}, b1[2] = {fa[t / 2][2], fa[t / 2][3]};

@@ -260,9 +260,9 @@ int launch(const ak_call* call) {
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
     if constexpr (SKINNY != 0) {
-      const int rc =
-          skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
-                                           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0, SKINNY > 1 ? SKINNY : 0});
+      const int rc = skinny::launch_skinny_gemm<T, L>(
+          p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
+          {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0, SKINNY > 1 ? SKINNY : 0});
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
