@@ -62,7 +62,7 @@ constexpr StrategyEntry kStrategies[] = {
     {"local", "one- then two-parameter steps around the fastest config, restarting at random",
      make_local_search},
     {"anneal", "simulated annealing over one-parameter steps, cooling as results arrive", make_annealing},
-    {"model", "an additive model of log time per parameter value proposes the most promising config",
+    {"model", "the defaults' one-parameter changes, then what an additive model of log time ranks first",
      make_model_search},
 };
 

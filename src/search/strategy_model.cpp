@@ -2,8 +2,15 @@
 // ridge regression on the completed trials (failed configs count as much slower than the slowest
 // ok one), proposes the untried config with the lowest optimistic prediction: the predicted log
 // time less an exploration bonus that shrinks as a config's values are tried more often (taken
-// configs count before their results arrive, so a batch proposed ahead spreads out). A few
-// seeded random configs come first. An additive model cannot see interactions, so every few
+// configs count before their results arrive, so a batch proposed ahead spreads out).
+//
+// On a fresh start the first trial's one-parameter changes come first: every value of each
+// parameter with the others held, in a seeded order, up to kSweepLimit of them. That trial is the
+// kernel's own defaults (tune and the loop time them first), chosen by measurement, so their single
+// changes are the likeliest gains, and they give the additive fit each effect unconfounded. (On an
+// H200 the search spent 28 trials at 64 x 4096 x 11008 without trying SKINNY = 128 at the defaults'
+// other values, 8% faster: it had tried that value only beside forced splits.) With no first trial
+// a few seeded random configs come first. An additive model cannot see interactions, so every few
 // proposals is instead a one-step neighbour of the fastest config so far.
 #include <algorithm>
 #include <cmath>
@@ -16,6 +23,7 @@ namespace ak {
 namespace {
 
 constexpr size_t kRandomStart = 4;
+constexpr size_t kSweepLimit = 16;       // one-parameter changes of the first trial tried first
 constexpr size_t kNeighbourEvery = 4;    // one proposal in this many refines around the best
 constexpr double kRidge = 0.5;           // prior weight pulling an effect towards zero (the mean)
 constexpr double kExploration = 1.0;     // bonus per standard deviation of the observed log times
@@ -36,6 +44,15 @@ class ModelSearch final : public Strategy {
   std::optional<Config> next(const std::vector<Trial>& history) override {
     explored_.absorb(history);
     if (explored_.untaken_count() == 0) return std::nullopt;
+    if (!sweep_planned_) plan_sweep(history);
+    while (!sweep_.empty()) {
+      const size_t change = sweep_.back();
+      sweep_.pop_back();
+      if (!explored_.taken(change)) {
+        explored_.take(change);
+        return space_.config(change);
+      }
+    }
     const size_t taken = space_.size() - explored_.untaken_count();
     std::optional<size_t> pick;
     if (taken < kRandomStart) {
@@ -56,6 +73,18 @@ class ModelSearch final : public Strategy {
     size_t config;
     double log_seconds;
   };
+
+  // The first trial's single changes in a seeded order (Fisher-Yates on draw_below: the same
+  // order on every platform), at most kSweepLimit; planned once, at the first call, and only on a
+  // fresh start (the first trial alone in the history): a resumed search goes on with the model.
+  void plan_sweep(const std::vector<Trial>& history) {
+    sweep_planned_ = true;
+    const auto first = history.size() == 1 ? space_.find(history.front().config) : std::nullopt;
+    if (!first) return;
+    sweep_ = space_.single_changes(*first);
+    for (size_t i = sweep_.size(); i > 1; --i) std::swap(sweep_[i - 1], sweep_[draw_below(rng_, i)]);
+    if (sweep_.size() > kSweepLimit) sweep_.erase(sweep_.begin(), sweep_.end() - kSweepLimit);
+  }
 
   std::vector<Observation> observations() const {
     double slowest = -std::numeric_limits<double>::infinity();
@@ -149,6 +178,8 @@ class ModelSearch final : public Strategy {
   std::vector<std::vector<double>> effects_;
   double mean_ = 0;
   size_t proposals_ = 0;  // after the random start
+  bool sweep_planned_ = false;
+  std::vector<size_t> sweep_;  // taken from the back
 };
 
 }  // namespace

@@ -118,6 +118,19 @@ std::vector<size_t> SearchSpace::one_step_neighbours(size_t center) const {
   return neighbours;
 }
 
+std::vector<size_t> SearchSpace::single_changes(size_t center) const {
+  int64_t code = 0;
+  for (size_t p = 0; p < param_count(); ++p) code += level(center, p) * strides_[p];
+  std::vector<size_t> changes;
+  for (size_t p = 0; p < param_count(); ++p) {
+    const auto here = static_cast<int64_t>(level(center, p));
+    for (int64_t to = 0; to < static_cast<int64_t>(level_count(p)); ++to)
+      if (to != here)
+        if (auto found = at_code(code + (to - here) * strides_[p])) changes.push_back(*found);
+  }
+  return changes;
+}
+
 std::vector<size_t> SearchSpace::two_step_neighbours(size_t center) const {
   int64_t code = 0;
   for (size_t p = 0; p < param_count(); ++p) code += level(center, p) * strides_[p];

@@ -50,6 +50,10 @@ class SearchSpace {
   // Configs that differ from `center` by one level in each of exactly two parameters.
   std::vector<size_t> two_step_neighbours(size_t center) const;
 
+  // Every feasible config that differs from `center` in exactly one parameter, at any distance
+  // along its values (a parameter's values need not be ordered: SKINNY 0, 1, 32, 64, 128).
+  std::vector<size_t> single_changes(size_t center) const;
+
  private:
   std::optional<size_t> at_code(int64_t code) const;
 

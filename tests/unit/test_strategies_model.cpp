@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
 
 #include "test_strategies_support.h"
 
@@ -101,6 +102,30 @@ TEST(ModelStrategy, ProposesTheConfigItsFitPredictsFastest) {
     ASSERT_TRUE(next.has_value());
     EXPECT_EQ(test::levels_of(*next), (std::vector<int>{3, 1})) << to_string(*next);
   }
+}
+
+// The first trial is the kernel's defaults (tune and the loop time them first): the search tries
+// every one-parameter change of it, at any distance along the parameter's values, before anything
+// else, up to 16 of them.
+TEST(ModelStrategy, StartsWithEveryOneParameterChangeOfTheFirstTrial) {
+  const auto all = test::grid({3, 5, 4});  // 2 + 4 + 3 single changes of any config
+  const Config first = all[27];
+  std::set<Config> changes;
+  for (const auto& config : all)
+    if (test::distance(config, first).first == 1) changes.insert(config);
+  ASSERT_EQ(changes.size(), 9u);
+  for (uint64_t seed : {0u, 1u, 2u}) {
+    std::vector<Trial> history{{first, true, structured_time(first), false}};
+    const auto proposed = test::run(*make_strategy("model", all, seed), structured_time, history, 9, 2);
+    EXPECT_EQ(std::set<Config>(proposed.begin(), proposed.end()), changes) << "seed " << seed;
+  }
+  const auto wide = test::grid({20, 20});  // 38 single changes: 16 of them come first
+  std::vector<Trial> history{{wide[0], true, 1e-3, false}};
+  const auto proposed = test::run(
+      *make_strategy("model", wide, 5), [](const Config&) { return 1e-3; }, history, 16, 1);
+  ASSERT_EQ(proposed.size(), 16u);
+  for (const auto& config : proposed)
+    EXPECT_EQ(test::distance(config, wide[0]).first, 1) << to_string(config);
 }
 
 }  // namespace
