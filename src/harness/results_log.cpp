@@ -50,7 +50,7 @@ class LockedFile {
 std::string results_header() {
   return "timestamp\tcommand\top\tkernel\tconfig\tbackend\tdevice\tdtype\tshape\tstatus\tstage\treason\t"
          "median_us\tnoise\tsamples\tgbps\ttflops\troofline\texperiment\tname\tdecision\tcommit\telapsed_s\t"
-         "spread\tphases\tworker\tfirst_worker\tfirst_us\n";
+         "spread\tphases\tworker\tfirst_worker\tfirst_us\tbest_again_us\tagain_us\n";
 }
 
 void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
@@ -65,7 +65,8 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
        << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
        << r.roofline << '\t' << row.experiment << '\t' << clean(row.name) << '\t' << row.decision << '\t'
        << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\t' << phase_seconds(r) << '\t'
-       << clean(row.worker) << '\t' << clean(row.first_worker) << '\t' << row.first_us << '\n';
+       << clean(row.worker) << '\t' << clean(row.first_worker) << '\t' << row.first_us << '\t'
+       << row.best_again_us << '\t' << row.again_us << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());

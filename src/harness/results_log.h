@@ -38,6 +38,10 @@ struct ResultRow {
   // A keep measured first on another worker and re-measured on the best's: the first figure.
   std::string first_worker;
   double first_us = 0;
+  // A would-be keep timed again beside the best, on the same worker: the best's new figure, then
+  // the candidate's second (0 when there was none).
+  double best_again_us = 0;
+  double again_us = 0;
 };
 
 // One row of results.tsv read back: column name -> text.

@@ -104,12 +104,23 @@ KernelSession::KernelSession(RunState& state, KernelState& kernel, const LoopEnv
     Pending baseline{{Config{}, false, std::nullopt, "baseline"}, {}, history_.size() - 1};
     take_starter_build(baseline);
     pipeline_.push_back(std::move(baseline));
+  } else if (kernel.best_us > 0 && state.settings.proposer == "agent") {
+    // The best so far, what a would-be keep is timed beside, from the file as the last keep left
+    // it: built now, before the agent edits it (a search's file never changes: best_module()).
+    if (const auto best = best_config()) best_build_ = executor_.build(Candidate{source_, *best}, options_);
   }
 }
 
 KernelSession::~KernelSession() {
   for (auto& p : pipeline_)
     if (p.build.valid()) p.build.wait();
+  if (best_build_.valid()) best_build_.wait();
+}
+
+// The definitions the best was built with: none for the starter's baseline (its config is empty).
+std::optional<Config> KernelSession::best_config() const {
+  if (kernel_.best_config.empty()) return Config{};
+  return parse_config_or_none(kernel_.best_config, space_);
 }
 
 void KernelSession::load_history() {
@@ -235,6 +246,14 @@ void KernelSession::finish(MeasureDone done) {
   const uint64_t seq = ticket->second;
   tickets_.erase(ticket);
   Measuring& measuring = in_order_.at(seq);
+  if (const auto which = confirming_.find(done.ticket); which != confirming_.end()) {
+    (which->second ? measuring.best_again : measuring.again) = std::move(done.result);
+    measuring.awaiting_again = false;
+    confirming_.erase(which);
+    measure_seconds_.add(done.seconds);
+    shared_.measure_seconds.add(done.seconds);
+    return record_in_order();
+  }
   ExperimentResult result = std::move(done.result);
   result.compile_seconds = measuring.built.build->seconds;
   result.compile_cached = measuring.built.build->cached;
@@ -281,6 +300,7 @@ void KernelSession::record_in_order() {
       measure(in_order_.begin()->first, best_worker);
       return;
     }
+    if (confirming(in_order_.begin()->first, head)) return;
     record(head, *head.result, head.worker);
     in_order_.erase(in_order_.begin());
   }
@@ -363,10 +383,14 @@ std::string KernelSession::commit_message(int experiment, const Proposal& propos
 void KernelSession::record(const Measuring& measuring, const ExperimentResult& result, int worker) {
   const Pending& pending = measuring.pending;
   const Proposal& proposal = pending.proposal;
-  const std::string decision = decide(kernel_, result, state_.settings.min_gain);
+  const std::string decision = decision_of(measuring, result);
   const int experiment = state_.experiments + 1;
   std::string commit;
   const bool keeps = decision == "kept" || decision == "baseline";
+  if (keeps && measuring.built.build) {  // what the next would-be keep is timed beside
+    if (best_build_.valid()) best_build_ = {};
+    best_module_ = measuring.built.build->module;
+  }
   if (keeps && (decision == "kept" || proposal.edits_source)) {
     write_file_atomically(source_.parent_path() / "config", to_string(proposal.config) + "\n");
     commit = repo_.commit_all(commit_message(experiment, proposal, result, decision));
@@ -395,6 +419,8 @@ void KernelSession::record(const Measuring& measuring, const ExperimentResult& r
     row.first_worker = name_of(measuring.first_worker);
     row.first_us = measuring.first->timing.median_us;
   }
+  if (measuring.best_again) row.best_again_us = measuring.best_again->timing.median_us;
+  if (measuring.again) row.again_us = measuring.again->timing.median_us;
   append_result(env_.workspace / kResultsFile, row);
   const Outcome outcome{experiment,
                         kernel_.name,

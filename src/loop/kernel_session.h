@@ -110,6 +110,10 @@ class KernelSession {
     // A keep measured on another worker than the best's, measured again on the best's: the first.
     std::optional<ExperimentResult> first;
     int first_worker = -1;
+    // A would-be keep timed again beside the best it would replace, on the same worker: the best
+    // once more, then this candidate once more (confirming).
+    std::optional<ExperimentResult> best_again, again;
+    bool awaiting_again = false;  // one of those is being measured
   };
 
   void load_history();
@@ -123,6 +127,10 @@ class KernelSession {
   void finish(MeasureDone done);
   void await_result();  // the next result, saying what the workers do while it takes long
   void record_in_order();
+  bool confirming(uint64_t seq, Measuring& head);
+  std::optional<Config> best_config() const;
+  std::optional<std::filesystem::path> best_module();
+  std::string decision_of(const Measuring& measuring, const ExperimentResult& result) const;
   void record(const Measuring& measuring, const ExperimentResult& result, int worker);
   std::string config_of(const Measuring& measuring) const;
   void start_build(Pending& pending);
@@ -146,6 +154,9 @@ class KernelSession {
   std::deque<Pending> pipeline_;            // proposed, building or built, not yet measured
   std::map<uint64_t, Measuring> in_order_;  // by proposal order: measuring, or waiting to be recorded
   std::map<uint64_t, uint64_t> tickets_;    // a measurement in flight -> its place in in_order_
+  std::map<uint64_t, bool> confirming_;     // a confirming measurement -> whether it is the best's
+  std::filesystem::path best_module_;       // the kernel's best as built, once known
+  std::future<BuiltCandidate> best_build_;  // its build, for a session that starts with a best
   uint64_t next_seq_ = 0;
   RunningMean build_seconds_, measure_seconds_;  // uncached builds; measurements on a worker
   double expected_next_seconds() const;

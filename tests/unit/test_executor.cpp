@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -216,6 +219,37 @@ TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
   EXPECT_EQ(run.state.kernels.at(0).best_worker, best_worker);
   EXPECT_GT(executor.jobs_per_worker[0], 0);
   EXPECT_GT(executor.jobs_per_worker[1], 0);
+}
+
+// A machine that reads every measurement 3% faster than the one before: configurations that run
+// alike (all but MODE=4, twice as fast) would each read faster than the best recorded before them.
+// A would-be keep is timed again beside the best, which reads faster still: only MODE=4's real gain
+// survives, and each confirmation's figures are in its row.
+TEST(Executor, AKeepIsConfirmedBesideTheBestTimedAgainSoDriftKeepsNothing) {
+  auto measurements = std::make_shared<std::atomic<int>>(0);
+  ScriptedExecutor executor(1, [measurements](const std::string& module, int) {
+    const double base = module.find("MODE=4") != std::string::npos ? 50.0 : 100.0;
+    return base * std::pow(0.97, ++*measurements);
+  });
+  LoopRun run = start_loop("executor-drift");
+  run_with(run, executor, 10);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 10u);
+  int kept = 0, confirmed = 0;
+  for (const auto& row : rows) {
+    const bool fast = row.at("config").find("MODE=4") != std::string::npos;
+    if (row.at("decision") == "kept") {
+      ++kept;
+      EXPECT_TRUE(fast) << row.at("config") << " kept on drift alone";
+    }
+    if (std::stod(row.at("best_again_us")) > 0) {
+      ++confirmed;
+      EXPECT_GT(std::stod(row.at("again_us")), 0) << row.at("config");
+    }
+  }
+  EXPECT_EQ(kept, 1);
+  EXPECT_GT(confirmed, kept) << "drift alone made would-be keeps, each timed again";
+  EXPECT_NE(run.state.kernels.at(0).best_config.find("MODE=4"), std::string::npos);
 }
 
 std::vector<std::string> decisions_of(const std::filesystem::path& ws) {

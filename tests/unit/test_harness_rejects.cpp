@@ -118,7 +118,7 @@ TEST(Harness, ResultsBegunBeforeTheWorkerColumnsKeepEveryRow) {
   const auto dir = scratch_dir("results-old");
   const auto tsv = dir / "results.tsv";
   std::string header = results_header();
-  const std::string added = "\tworker\tfirst_worker\tfirst_us\n";
+  const std::string added = "\tworker\tfirst_worker\tfirst_us\tbest_again_us\tagain_us\n";
   ASSERT_TRUE(header.ends_with(added));
   const std::string old_header = header.substr(0, header.size() - added.size()) + "\n";
   size_t columns = 1;

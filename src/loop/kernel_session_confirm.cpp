@@ -1,0 +1,66 @@
+// KernelSession's confirmation of a would-be keep: the best it would replace and the candidate
+// timed again, one after the other, on the worker that measured the candidate, and the decision
+// taken on those figures too (kernel_session.cpp records it).
+#include <atomic>
+
+#include "loop/decision.h"
+#include "loop/kernel_session.h"
+
+namespace ak {
+
+// Between experiments a machine drifts more than within one (an H200 read two configurations that
+// run the same code 8% apart, seconds apart), so a result that would be kept is timed again beside
+// the best it would replace, on the worker that measured it: the best once more, then the
+// candidate once more, so that drift either way shows. True while that is under way.
+bool KernelSession::confirming(uint64_t seq, Measuring& head) {
+  if (head.awaiting_again) return true;  // another result came first: still waiting for ours
+  if (head.again || decide(kernel_, *head.result, state_.settings.min_gain) != "kept") return false;
+  std::filesystem::path module;
+  if (!head.best_again) {
+    const auto best = best_module();
+    if (!best) return false;  // nothing to time it beside: decided on the best's recorded figure
+    module = *best;
+  } else {
+    module = head.built.build->module;
+  }
+  static std::atomic<uint64_t> tickets{1ull << 62};  // apart from measure()'s
+  MeasureJob job{tickets++, options_.request, options_.timeout, head.worker, -1};
+  job.request.module = module;
+  tickets_.emplace(job.ticket, seq);
+  confirming_.emplace(job.ticket, !head.best_again);
+  head.awaiting_again = true;
+  executor_.submit(std::move(job));
+  return true;
+}
+
+// The best's module: kept from its record in this session, or built from the best's config (a
+// compile-cache hit, as a rule) for a session that started with a best.
+std::optional<std::filesystem::path> KernelSession::best_module() {
+  if (best_module_.empty() && !best_build_.valid() && kernel_.best_us > 0 &&
+      state_.settings.proposer != "agent")
+    if (const auto best = best_config()) best_build_ = executor_.build(Candidate{source_, *best}, options_);
+  if (best_build_.valid()) {
+    const BuiltCandidate built = best_build_.get();
+    if (built.build) best_module_ = built.build->module;
+  }
+  if (best_module_.empty()) return std::nullopt;
+  return best_module_;
+}
+
+// decide(), and for a keep timed again beside the best: kept only if both the candidate's figures
+// beat the best's new one as decide() asks of them (a failed or lost second run keeps nothing).
+std::string KernelSession::decision_of(const Measuring& measuring, const ExperimentResult& result) const {
+  const double min_gain = state_.settings.min_gain;
+  const std::string decision = decide(kernel_, result, min_gain);
+  if (decision != "kept" || !measuring.best_again) return decision;
+  if (!measuring.best_again->passed() || !measuring.again || !measuring.again->passed()) return "reverted";
+  KernelState now = kernel_;
+  now.best_us = measuring.best_again->timing.median_us;
+  now.best_noise = measuring.best_again->timing.noise;
+  now.best_spread = measuring.best_again->timing.spread;
+  const bool holds =
+      decide(now, result, min_gain) == "kept" && decide(now, *measuring.again, min_gain) == "kept";
+  return holds ? "kept" : "reverted";
+}
+
+}  // namespace ak
