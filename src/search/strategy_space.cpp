@@ -93,6 +93,12 @@ std::optional<size_t> SearchSpace::find(const Config& config) const {
   return at_code(code);
 }
 
+int64_t SearchSpace::code_of(size_t index) const {
+  int64_t code = 0;
+  for (size_t p = 0; p < param_count(); ++p) code += level(index, p) * strides_[p];
+  return code;
+}
+
 std::optional<size_t> SearchSpace::at_code(int64_t code) const {
   const auto found = index_of_code_.find(code);
   if (found == index_of_code_.end()) return std::nullopt;
@@ -100,8 +106,7 @@ std::optional<size_t> SearchSpace::at_code(int64_t code) const {
 }
 
 std::vector<size_t> SearchSpace::one_step_neighbours(size_t center) const {
-  int64_t code = 0;
-  for (size_t p = 0; p < param_count(); ++p) code += level(center, p) * strides_[p];
+  const int64_t code = code_of(center);
   std::vector<size_t> neighbours;
   for (size_t p = 0; p < param_count(); ++p) {
     const auto here = static_cast<int64_t>(level(center, p));
@@ -119,8 +124,7 @@ std::vector<size_t> SearchSpace::one_step_neighbours(size_t center) const {
 }
 
 std::vector<size_t> SearchSpace::single_changes(size_t center) const {
-  int64_t code = 0;
-  for (size_t p = 0; p < param_count(); ++p) code += level(center, p) * strides_[p];
+  const int64_t code = code_of(center);
   std::vector<size_t> changes;
   for (size_t p = 0; p < param_count(); ++p) {
     const auto here = static_cast<int64_t>(level(center, p));
@@ -132,8 +136,7 @@ std::vector<size_t> SearchSpace::single_changes(size_t center) const {
 }
 
 std::vector<size_t> SearchSpace::two_step_neighbours(size_t center) const {
-  int64_t code = 0;
-  for (size_t p = 0; p < param_count(); ++p) code += level(center, p) * strides_[p];
+  const int64_t code = code_of(center);
   auto can_move = [&](size_t p, int64_t direction) {
     const int64_t to = static_cast<int64_t>(level(center, p)) + direction;
     return to >= 0 && to < static_cast<int64_t>(level_count(p));

@@ -55,6 +55,7 @@ class SearchSpace {
   std::vector<size_t> single_changes(size_t center) const;
 
  private:
+  int64_t code_of(size_t index) const;  // its levels as one number (strides_)
   std::optional<size_t> at_code(int64_t code) const;
 
   std::vector<Config> configs_;
