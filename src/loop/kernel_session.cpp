@@ -217,12 +217,15 @@ void KernelSession::submit_next() {
     record_in_order();
 }
 
-void KernelSession::measure(uint64_t seq, int worker, int not_worker) {
+uint64_t KernelSession::measure(uint64_t seq, int worker, int not_worker,
+                                const std::filesystem::path* module) {
   static std::atomic<uint64_t> tickets{1};  // unique across sessions sharing an executor
   MeasureJob job{tickets++, options_.request, options_.timeout, worker, not_worker};
-  job.request.module = in_order_.at(seq).built.build->module;
-  tickets_.emplace(job.ticket, seq);
+  job.request.module = module ? *module : in_order_.at(seq).built.build->module;
+  const uint64_t ticket = job.ticket;
+  tickets_.emplace(ticket, seq);
   executor_.submit(std::move(job));
+  return ticket;
 }
 
 int KernelSession::worker_index(const std::string& name) const {
@@ -246,10 +249,9 @@ void KernelSession::finish(MeasureDone done) {
   const uint64_t seq = ticket->second;
   tickets_.erase(ticket);
   Measuring& measuring = in_order_.at(seq);
-  if (const auto which = confirming_.find(done.ticket); which != confirming_.end()) {
-    (which->second ? measuring.best_again : measuring.again) = std::move(done.result);
-    measuring.awaiting_again = false;
-    confirming_.erase(which);
+  if (measuring.confirm_ticket == done.ticket) {
+    (measuring.best_again ? measuring.again : measuring.best_again) = std::move(done.result);
+    measuring.confirm_ticket = 0;
     measure_seconds_.add(done.seconds);
     shared_.measure_seconds.add(done.seconds);
     return record_in_order();

@@ -113,7 +113,7 @@ class KernelSession {
     // A would-be keep timed again beside the best it would replace, on the same worker: the best
     // once more, then this candidate once more (confirming).
     std::optional<ExperimentResult> best_again, again;
-    bool awaiting_again = false;  // one of those is being measured
+    uint64_t confirm_ticket = 0;  // the one of those being measured (the best's until it is in), or 0
   };
 
   void load_history();
@@ -123,7 +123,9 @@ class KernelSession {
   bool proposes_ahead() const;  // more than one candidate proposed and measured at a time
   bool may_submit(int starts_left) const;
   void submit_next();
-  void measure(uint64_t seq, int worker, int not_worker = -1);
+  // Sends in_order_[seq]'s module (or `module`, for a confirmation) to be measured; its ticket.
+  uint64_t measure(uint64_t seq, int worker, int not_worker = -1,
+                   const std::filesystem::path* module = nullptr);
   void finish(MeasureDone done);
   void await_result();  // the next result, saying what the workers do while it takes long
   void record_in_order();
@@ -154,7 +156,6 @@ class KernelSession {
   std::deque<Pending> pipeline_;            // proposed, building or built, not yet measured
   std::map<uint64_t, Measuring> in_order_;  // by proposal order: measuring, or waiting to be recorded
   std::map<uint64_t, uint64_t> tickets_;    // a measurement in flight -> its place in in_order_
-  std::map<uint64_t, bool> confirming_;     // a confirming measurement -> whether it is the best's
   std::filesystem::path best_module_;       // the kernel's best as built, once known
   std::future<BuiltCandidate> best_build_;  // its build, for a session that starts with a best
   uint64_t next_seq_ = 0;

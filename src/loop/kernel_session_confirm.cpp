@@ -1,8 +1,6 @@
 // KernelSession's confirmation of a would-be keep: the best it would replace and the candidate
 // timed again, one after the other, on the worker that measured the candidate, and the decision
 // taken on those figures too (kernel_session.cpp records it).
-#include <atomic>
-
 #include "loop/decision.h"
 #include "loop/kernel_session.h"
 
@@ -13,23 +11,15 @@ namespace ak {
 // the best it would replace, on the worker that measured it: the best once more, then the
 // candidate once more, so that drift either way shows. True while that is under way.
 bool KernelSession::confirming(uint64_t seq, Measuring& head) {
-  if (head.awaiting_again) return true;  // another result came first: still waiting for ours
+  if (head.confirm_ticket != 0) return true;  // another result came first: still waiting for ours
   if (head.again || decide(kernel_, *head.result, state_.settings.min_gain) != "kept") return false;
-  std::filesystem::path module;
+  std::filesystem::path module = head.built.build->module;
   if (!head.best_again) {
     const auto best = best_module();
     if (!best) return false;  // nothing to time it beside: decided on the best's recorded figure
     module = *best;
-  } else {
-    module = head.built.build->module;
   }
-  static std::atomic<uint64_t> tickets{1ull << 62};  // apart from measure()'s
-  MeasureJob job{tickets++, options_.request, options_.timeout, head.worker, -1};
-  job.request.module = module;
-  tickets_.emplace(job.ticket, seq);
-  confirming_.emplace(job.ticket, !head.best_again);
-  head.awaiting_again = true;
-  executor_.submit(std::move(job));
+  head.confirm_ticket = measure(seq, head.worker, -1, &module);
   return true;
 }
 

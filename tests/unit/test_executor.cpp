@@ -252,6 +252,27 @@ TEST(Executor, AKeepIsConfirmedBesideTheBestTimedAgainSoDriftKeepsNothing) {
   EXPECT_NE(run.state.kernels.at(0).best_config.find("MODE=4"), std::string::npos);
 }
 
+// A hostile candidate that slows whatever runs after it (work left running, a throttled GPU) would
+// make the best's re-timing read slow. That buys nothing: a keep must first beat the best's
+// recorded figure, so candidates a hair faster than it (within the threshold) are never timed
+// beside it again, however slow the best would then read.
+TEST(Executor, ASabotagedRetimingOfTheBestBuysNoKeep) {
+  auto starter_runs = std::make_shared<std::atomic<int>>(0);
+  ScriptedExecutor executor(1, [starter_runs](const std::string& module, int) {
+    if (module == "module") return ++*starter_runs == 1 ? 100.0 : 1000.0;  // the best, re-timed: slow
+    return 99.9;  // 0.1% faster: under the loop's 0.5% least gain
+  });
+  LoopRun run = start_loop("executor-sabotage");
+  run_with(run, executor, 10);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 10u);
+  for (const auto& row : rows) {
+    EXPECT_NE(row.at("decision"), "kept") << row.at("config");
+    EXPECT_EQ(std::stod(row.at("best_again_us")), 0) << row.at("config") << ": the best was timed again";
+  }
+  EXPECT_EQ(*starter_runs, 1);
+}
+
 std::vector<std::string> decisions_of(const std::filesystem::path& ws) {
   std::vector<std::string> decisions;
   for (const auto& row : read_results(ws / kResultsFile))
