@@ -299,6 +299,9 @@ void KernelSession::record_in_order() {
       head.first = std::move(head.result);
       head.first_worker = head.worker;
       head.result.reset();
+      // A measurement of its own, with its own second chance: the best's worker may be the one
+      // that lost this candidate's first run, and still restarting.
+      head.retried = false;
       measure(in_order_.begin()->first, best_worker);
       return;
     }

@@ -78,7 +78,9 @@ class ScriptedExecutor final : public WorkerPool {
     return built.get_future();
   }
 
-  std::function<bool(const std::string&, int)> lose = [](const std::string&, int) { return false; };
+  // Whether the nth measurement (from 1), of `module` on `worker`, is lost.
+  std::function<bool(const std::string& module, int nth, int worker)> lose = [](const std::string&, int,
+                                                                                int) { return false; };
   std::vector<int> delay_ms;                  // per worker: how long its measurements take
   double build_seconds = 0;                   // what each build says it took; 0: a compile-cache hit
   std::map<std::string, int> starter_builds;  // per kernel: builds of its starter (no definitions)
@@ -104,7 +106,7 @@ class ScriptedExecutor final : public WorkerPool {
       std::lock_guard lock(mutex_);
       events.push_back("measured " + job.request.problem.to_string());  // after its delay: its end
     }
-    if (lose(job.request.module.string(), nth)) {
+    if (lose(job.request.module.string(), nth, static_cast<int>(worker))) {
       result.status = Status::Lost;
       result.reason = "scripted loss";
       return result;
@@ -307,7 +309,7 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   std::set<std::string> lost_once;
   std::vector<int> lost_at;  // which measurements (their order, from 1) were lost
   std::mutex lost_mutex;
-  executor.lose = [&](const std::string& module, int nth) {
+  executor.lose = [&](const std::string& module, int nth, int) {
     std::lock_guard lock(lost_mutex);
     const bool lose = nth % 3 == 0 && lost_once.insert(module).second;  // each module lost once at most
     if (lose) lost_at.push_back(nth);
@@ -331,7 +333,7 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
 
   // Lost twice: recorded LOST with the reason, counted as a failure, never a time.
   ScriptedExecutor unlucky(2, [](const std::string&, int) { return 100.0; });
-  unlucky.lose = [](const std::string&, int nth) { return nth > 1; };
+  unlucky.lose = [](const std::string&, int nth, int) { return nth > 1; };
   LoopRun again = start_loop("executor-lost-twice");
   run_with(again, unlucky, 3);
   const auto lost = read_results(again.ws / kResultsFile);
@@ -339,6 +341,40 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
   EXPECT_EQ(lost[1].at("status"), "LOST");
   EXPECT_EQ(lost[1].at("decision"), "failed");
   EXPECT_NE(lost[1].at("reason").find("scripted loss"), std::string::npos);
+}
+
+// The baseline's worker loses everything after the baseline (an actor or node that died and
+// does not come back). MODE=1 is faster: its first run is lost, its retry on the other worker
+// would be kept, and its re-measurement on the best's worker is lost too. That gets a second
+// chance of its own: no row is LOST, and the keeps are confirmed on the worker that is left.
+TEST(Executor, AKeepWhoseRemeasurementIsLostIsMeasuredOnAWorkerThatIsLeft) {
+  ScriptedExecutor executor(2, [](const std::string& module, int) {
+    const auto mode = module.find("MODE=");
+    return 100.0 - 15.0 * (mode == std::string::npos ? 0 : module[mode + 5] - '0');
+  });
+  std::atomic<int> dead{-1};
+  executor.lose = [&](const std::string&, int nth, int worker) {
+    if (nth == 1) dead = worker;
+    if (nth == 1 || worker == dead) return nth > 1;
+    // The dead worker answers at once and the other takes a while: most candidates go to the
+    // dead one first, as they would to a restarting actor.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return false;
+  };
+  LoopRun run = start_loop("executor-lost-best");
+  run_with(run, executor, 10);
+  const auto rows = read_results(run.ws / kResultsFile);
+  ASSERT_EQ(rows.size(), 10u);
+  const std::string left = dead == 0 ? "w1" : "w0";
+  int kept = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].at("status"), "PASS") << rows[i].at("config") << ": " << rows[i].at("reason");
+    EXPECT_EQ(rows[i].at("worker"), left) << rows[i].at("config");
+    if (rows[i].at("decision") == "kept") ++kept;
+  }
+  EXPECT_GE(kept, 3) << "MODE=1..4 each beat the one before by 15 us or more";
+  EXPECT_EQ(run.state.kernels.at(0).best_worker, left);
+  EXPECT_DOUBLE_EQ(run.state.kernels.at(0).best_us, 40.0);
 }
 
 // At a kernel switch the workers would wait for the next kernel's builds: they start while the
