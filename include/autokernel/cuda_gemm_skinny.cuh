@@ -26,6 +26,7 @@
 #include <limits.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -142,10 +143,11 @@ __global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, c
 
 // Which M each path takes (kernels/cuda/matmul.cu: SKINNY_SIMT_MAX_M, SKINNY_MAX_M).
 struct RowLimits {
-  int simt_max_m;   // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
-  int max_m;        // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
-  bool staged;      // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
-  int staged_rows;  // rows of W per block there: 32, 64 or 128; 0 chooses
+  int simt_max_m;         // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
+  int max_m;              // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
+  bool staged;            // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
+  int staged_rows;        // rows of W per block there: 32, 64 or 128; 0 chooses
+  bool clusters = false;  // there, K split over the blocks of a cluster where that reads fewer bytes a block
 };
 
 template <typename T, BLayout L>
@@ -198,39 +200,153 @@ int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc
   return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
 }
 
-// The shared-memory form (cuda_gemm_skinny_staged.cuh) for 17 to 64 rows of A (NT operands): one
-// block an SM, its ring as deep as about 200 KB allows (up to 8 stages), and by default the fewest
-// rows of W per block (32, 64, 128) that leave no more blocks than SMs: no split where the
-// columns fill the SMs, and where they do not, the fewest blocks to split. A split gives each
-// stage of the ring a turn. Past 64 x 128 rows of W per SM (N > 16896 on 132 SMs) at more than 32
-// rows of A, the wgmma split-K is faster (64 x 32000 x 4096: 72.2 against 82.9 us on the H200):
-// those calls go to it.
-template <typename T, int NT>
-int launch_staged(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
-                  int forced_rows) {
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  int rows = forced_rows;
-  if (rows == 0) {
-    if (NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
-    rows = p.n <= 32 * sms ? 32 : p.n <= 64 * sms ? 64 : 128;
+// The shared-memory form at one height (32, 64 or 128 rows of W per block) for NT operands of A:
+// its ring (as deep as about 200 KB allows, up to 8 stages), shared memory and kernel.
+template <typename T, int NT, int G, int WR>
+struct StagedForm {
+  using S = StagedLayout<NT, G, WR>;
+  static constexpr int kRows = S::kRows;
+  static constexpr int kRing = std::min(8, 200 * 1024 / (S::kStageElems * 2));
+  static constexpr int kSmemBytes = staged_smem_bytes<NT, G, WR, kRing>();
+  static constexpr Kernel<T> kernel = mma_staged_nk_kernel<T, NT, G, WR, kRing>;
+
+  // How many clusters of `cluster` blocks (1 x cluster x 1) the device runs at once; read once per
+  // cluster size (for the first device asked: the clusters that fit are the same on GPUs of a kind).
+  static int clusters_that_fit(int cluster) {
+    static std::atomic<int> known[4] = {};  // cluster 1, 2, 4, 8: the count + 1, 0 until read
+    std::atomic<int>& slot = known[cluster == 1 ? 0 : cluster == 2 ? 1 : cluster == 4 ? 2 : 3];
+    if (slot.load() == 0) {
+      int count = 0;
+      if (allow_shared_memory(kernel, kSmemBytes)) {
+        cudaLaunchAttribute attribute[1];
+        cudaLaunchConfig_t config = cluster_launch(dim3(1, cluster), kSmemBytes, nullptr, attribute);
+        if (cudaOccupancyMaxActiveClusters(&count, kernel, &config) != cudaSuccess) {
+          (void)cudaGetLastError();  // not sticky: the call only asked
+          count = 0;
+        }
+      }
+      slot.store(count + 1);
+    }
+    return slot.load() - 1;
   }
-  const auto launch = [&](auto g, auto wr) {
-    constexpr int G = decltype(g)::value, WR = decltype(wr)::value;
-    using S = StagedLayout<NT, G, WR>;
-    constexpr int kRing = std::min(8, 200 * 1024 / (S::kStageElems * 2));
-    return launch_split<T>(mma_staged_nk_kernel<T, NT, G, WR, kRing>, p, c, ldc, stream, split_k,
-                           (p.n + S::kRows - 1) / S::kRows, kRing * kStagedK, kStagedK,
-                           staged_smem_bytes<NT, G, WR, kRing>(), 1);
-  };
-  using One = std::integral_constant<int, 1>;
-  using Two = std::integral_constant<int, 2>;
-  using Four = std::integral_constant<int, 4>;
+
+  // A launch config of `grid` blocks in clusters of grid.y (K's splits of one tile of W).
+  static cudaLaunchConfig_t cluster_launch(dim3 grid, int smem, cudaStream_t stream,
+                                           cudaLaunchAttribute (&attribute)[1]) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = static_cast<size_t>(smem);
+    config.stream = stream;
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = 1;
+    attribute[0].val.clusterDim.y = grid.y;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return config;
+  }
+};
+
+// f(StagedForm<...>{}) for 32, 64 or 128 rows of W per block; AK_ERR_UNSUPPORTED for others.
+template <typename T, int NT, class F>
+int with_staged_form(int rows, F&& f) {
   switch (rows) {  // G 16-row tiles a warp, WR groups of warps along W's rows
-    case 32: return launch(Two{}, One{});
-    case 64: return launch(Four{}, One{});
-    case 128: return launch(Four{}, Two{});
+    case 32: return f(StagedForm<T, NT, 2, 1>{});
+    case 64: return f(StagedForm<T, NT, 4, 1>{});
+    case 128: return f(StagedForm<T, NT, 4, 2>{});
     default: return AK_ERR_UNSUPPORTED;
   }
+}
+
+// A cluster-split layout of the shared-memory form: rows of W per block, and the blocks of a
+// cluster that share one tile of W, each taking a contiguous run of `chunk` k (cluster = 1: no
+// split). rows = 0: no layout runs in one wave.
+struct StagedPlan {
+  int rows = 0, cluster = 1, chunk = 0;
+};
+
+// Every block of the form ingests its tile of W and all of A's rows over its run of K; a wave of
+// them is bound by what one SM brings in (docs/benchmarks.md, 2026-11-28: 37-42 KB/us an SM at
+// every height). So the plan with the fewest bytes a block, every block in one wave: more rows of
+// W a block read A fewer times over, and a cluster's split shortens each block's run of K. A
+// block's run keeps at least a ring's worth of stages; its blocks' sums meet in shared memory.
+template <typename T, int NT>
+StagedPlan plan_staged(const GemmProblem<T, 1>& p, int forced_rows, bool clusters) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  StagedPlan best;
+  int64_t best_bytes = INT64_MAX;
+  for (const int rows : {32, 64, 128}) {
+    if (forced_rows != 0 && rows != forced_rows) continue;
+    with_staged_form<T, NT>(rows, [&](auto form) {
+      using Form = decltype(form);
+      const int64_t tiles = (p.n + rows - 1) / rows;
+      for (int cluster = 1; cluster <= (clusters ? 8 : 1); cluster *= 2) {
+        const int chunk = (p.k + cluster * kStagedK - 1) / (cluster * kStagedK) * kStagedK;
+        if (tiles * cluster > sms || (cluster > 1 && chunk < Form::kRing * kStagedK)) break;
+        if (cluster > 1 && Form::clusters_that_fit(cluster) < tiles) continue;
+        const int64_t bytes = static_cast<int64_t>(rows + 8 * NT) * chunk;
+        if (bytes < best_bytes) {
+          best_bytes = bytes;
+          best = {rows, cluster, chunk};
+        }
+      }
+      return AK_OK;
+    });
+  }
+  return best;
+}
+
+// The planned cluster split: K's runs of one tile of W on the blocks of a cluster, their sums
+// added in shared memory (no workspace, no second kernel).
+template <typename T, int NT>
+int launch_cluster_split(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
+                         const StagedPlan& plan) {
+  return with_staged_form<T, NT>(plan.rows, [&](auto form) {
+    using Form = decltype(form);
+    if (!allow_shared_memory(Form::kernel, Form::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+    const dim3 grid(static_cast<unsigned>((p.n + plan.rows - 1) / plan.rows),
+                    static_cast<unsigned>(plan.cluster));
+    cudaLaunchAttribute attribute[1];
+    const cudaLaunchConfig_t config = Form::cluster_launch(grid, Form::kSmemBytes, stream, attribute);
+    const cudaError_t rc = cudaLaunchKernelEx(&config, Form::kernel, p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k,
+                                              plan.chunk, c, ldc, static_cast<float*>(nullptr));
+    if (rc == cudaSuccess) return AK_OK;
+    (void)cudaGetLastError();
+    return AK_ERR_LAUNCH;
+  });
+}
+
+// The shared-memory form (cuda_gemm_skinny_staged.cuh) for 17 to 64 rows of A (NT operands): one
+// block an SM, and by default the fewest rows of W per block (32, 64, 128) that leave no more
+// blocks than SMs: no split where the columns fill the SMs, and where they do not, the fewest
+// blocks to split. A split gives each stage of the ring a turn. Past 64 x 128 rows of W per SM
+// (N > 16896 on 132 SMs) at more than 32 rows of A, the wgmma split-K is faster (64 x 32000 x
+// 4096: 72.2 against 82.9 us on the H200): those calls go to it. With `clusters` (Hopper's thread
+// block clusters; SKINNY_CLUSTER) and no forced split, plan_staged's layout instead, where one
+// fits in a wave.
+template <typename T, int NT>
+int launch_staged(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
+                  int forced_rows, bool clusters) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  if (forced_rows == 0 && NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
+  if (clusters && split_k == 0 && device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9) {
+    const StagedPlan plan = plan_staged<T, NT>(p, forced_rows, true);
+    if (plan.rows != 0 && plan.cluster > 1) {
+      const int rc = launch_cluster_split<T, NT>(p, c, ldc, stream, plan);
+      if (rc == AK_OK) return rc;  // else the device would not take the clusters: as without them
+    } else if (plan.rows != 0) {
+      forced_rows = plan.rows;
+      split_k = 1;
+    }
+  }
+  int rows = forced_rows;
+  if (rows == 0) rows = p.n <= 32 * sms ? 32 : p.n <= 64 * sms ? 64 : 128;
+  return with_staged_form<T, NT>(rows, [&](auto form) {
+    using Form = decltype(form);
+    return launch_split<T>(Form::kernel, p, c, ldc, stream, split_k, (p.n + Form::kRows - 1) / Form::kRows,
+                           Form::kRing * kStagedK, kStagedK, Form::kSmemBytes, 1);
+  });
 }
 
 template <typename T, BLayout L>
@@ -240,7 +356,8 @@ int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream
   if constexpr (L == BLayout::NK) {
     if (limits.staged && p.m > kMaxRowsNK) {  // through shared memory: 4 or 8 operands of A
       return with_rows<kMaxMmaCols, 32>(p.m, [&](auto rows) {
-        return launch_staged<T, decltype(rows)::value / 8>(p, c, ldc, stream, split_k, limits.staged_rows);
+        return launch_staged<T, decltype(rows)::value / 8>(p, c, ldc, stream, split_k, limits.staged_rows,
+                                                           limits.clusters);
       });
     }
     if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {      // C^T = W A^T on the tensor cores

@@ -19,6 +19,8 @@
 // cuda_gemm_skinny.cuh.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -46,6 +48,27 @@ template <int NT, int G, int WR, int RING>
 constexpr int staged_smem_bytes() {
   using S = StagedLayout<NT, G, WR>;
   return std::max(RING * S::kStageElems * 2, S::kPartials * 4);
+}
+
+// The blocks of a cluster (1 x cluster x 1, grid.y = cluster: K's splits of one tile of W) each
+// hold their block's sums at sums[0, outputs); block r adds the clusters' sums of its share of the
+// outputs, block 0's first (a fixed order: repeated runs are bitwise equal), and stores them.
+template <class Store>
+__device__ __forceinline__ void sum_cluster(float* sums, int outputs, int cluster, const Store& store) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group blocks = cg::this_cluster();
+  blocks.sync();  // every block's sums are in its shared memory (the arrive releases, the wait acquires)
+  const int share = outputs / cluster, rank = static_cast<int>(blocks.block_rank());
+  for (int q = rank * share + static_cast<int>(threadIdx.x); q < (rank + 1) * share; q += kThreads) {
+    float sum = *blocks.map_shared_rank(sums + q, 0);
+    for (int r = 1; r < cluster; ++r) sum += *blocks.map_shared_rank(sums + q, r);
+    store(q, sum);
+  }
+  blocks.sync();  // no block leaves while another reads its shared memory
+#else
+  __trap();  // launch_staged clusters only on sm_90 and later
+#endif
 }
 
 template <typename T, int NT, int G, int WR, int RING>
@@ -119,17 +142,26 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) mine[((g * NT + t) * 4 + e) * 32] = acc[g][t][e];
   __syncthreads();
+  // acc[g][t][e] of lane l: row 16 (group G + g) + l / 4 (+ 8 for e >= 2) of the block's W, row
+  // 8 t + 2 (l % 4) + e % 2 of A.
+  const auto store = [&](int q, float sum) {
+    const int l = q % 32, e = q / 32 % 4, t = q / 128 % NT, tile = q / (128 * NT);
+    const int w_row = row0 + 16 * tile + l / 4 + 8 * (e / 2), a_row = 8 * t + 2 * (l % 4) + e % 2;
+    if (a_row < m && w_row < n) put(sum, a_row, w_row, n, c, ldc, ws, int64_t{m} * n);
+  };
+  // K's splits are the blocks of one cluster (no workspace): their sums meet in shared memory.
+  const int cluster = ws == nullptr ? static_cast<int>(gridDim.y) : 1;
   // The slices' sums added in slice order: a fixed order, so repeated runs are bitwise equal.
   for (int q = threadIdx.x; q < kOutputs; q += kThreads) {
     float sum = partial[q];
 #pragma unroll
     for (int s = 1; s < S::kSlices; ++s) sum += partial[s * kOutputs + q];
-    // acc[g][t][e] of lane l: row 16 (group G + g) + l / 4 (+ 8 for e >= 2) of the block's W, row
-    // 8 t + 2 (l % 4) + e % 2 of A.
-    const int l = q % 32, e = q / 32 % 4, t = q / 128 % NT, tile = q / (128 * NT);
-    const int w_row = row0 + 16 * tile + l / 4 + 8 * (e / 2), a_row = 8 * t + 2 * (l % 4) + e % 2;
-    if (a_row < m && w_row < n) put(sum, a_row, w_row, n, c, ldc, ws, int64_t{m} * n);
+    if (cluster > 1)
+      partial[q] = sum;  // only this thread reads or writes index q of any slice
+    else
+      store(q, sum);
   }
+  if (cluster > 1) sum_cluster(partial, kOutputs, cluster, store);
 }
 
 }  // namespace ak_gemm::skinny

@@ -190,6 +190,25 @@ TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
         "matmul", {{shape, dtype}});
 }
 
+// SKINNY_CLUSTER = 1: K cut over the blocks of a thread block cluster, their sums added through
+// distributed shared memory. On 132 SMs (plan_staged): 64 x 4096 x 4096 at 128 rows in clusters of
+// 4; N not a multiple of 128 and K not of the clusters' runs (64 x 4000 x 4104: 128 rows, clusters
+// of 4, the last block's run ending in part of a stage); four operands of A (32 x 4096 x 4096: 128
+// rows, clusters of 4); a forced height (48 rows of A at 64 rows of W: clusters of 2); and a
+// grouped-query key projection (17 x 1024 x 4096: 32 rows, clusters of 4).
+TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
+  struct Case {
+    std::string rows, shape, dtype;
+  };
+  for (const auto& [rows, shape, dtype] : std::vector<Case>{{"1", "64x4096x4096:b_nk=1", "fp16"},
+                                                            {"1", "64x4000x4104:b_nk=1", "bf16"},
+                                                            {"1", "32x4096x4096:b_nk=1", "bf16"},
+                                                            {"64", "48x4096x4096:b_nk=1", "fp16"},
+                                                            {"1", "17x1024x4096:b_nk=1", "fp16"}})
+    expect_every_stage_passes(starter_with("matmul", "#define SKINNY_CLUSTER 1\n#define SKINNY " + rows),
+                              "matmul", {{shape, dtype}});
+}
+
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
 // tolerance with B in both layouts and M, N, K not multiples of the tiles (1100 x 1300 gives 99
 // output tiles, over half a wave), and faster than the FFMA path it replaces.

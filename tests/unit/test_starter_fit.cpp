@@ -82,12 +82,25 @@ TEST(StarterFit, MatmulSearchesSkinnyOnlyWhereACallCanTakeIt) {
   EXPECT_EQ(values_of("SKINNY", "17x4096x4096:b_nk=1"), heights);
   EXPECT_EQ(values_of("SKINNY", "16x4096x4096:b_nk=1"), (std::set<std::string>{"0", "1"}));
   EXPECT_EQ(values_of("SKINNY", "64x4096x4096"), (std::set<std::string>{"0", "1"}));
-  // ... and with the default tiles only, which the skinny kernels ignore: a height times only SPLIT_K.
+  // ... and with the default tiles only, which the skinny kernels ignore: a height times only SPLIT_K
+  // (0, 1, 2, 4) and, unsplit, the cluster split.
   size_t heights_searched = 0;
   for (const auto& config :
        feasible_configs(space, problem_symbols(op, parse_problem("64x4096x4096:b_nk=1")), kMaxTuneConfigs))
     for (const auto& [name, value] : config) heights_searched += name == "SKINNY" && value == "64";
-  EXPECT_EQ(heights_searched, 4u);
+  EXPECT_EQ(heights_searched, 5u);
+  // The cluster split, likewise: where the shared-memory form may take the call, with no forced split.
+  EXPECT_EQ(values_of("SKINNY_CLUSTER", "64x4096x4096:b_nk=1"), (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(values_of("SKINNY_CLUSTER", "16x4096x4096:b_nk=1"), (std::set<std::string>{"0"}));
+  EXPECT_EQ(values_of("SKINNY_CLUSTER", "64x4096x4096"), (std::set<std::string>{"0"}));
+  for (const auto& config :
+       feasible_configs(space, problem_symbols(op, parse_problem("64x4096x4096:b_nk=1")), kMaxTuneConfigs))
+    if (std::count(config.begin(), config.end(),
+                   std::pair<std::string, std::string>{"SKINNY_CLUSTER", "1"})) {
+      const std::map<std::string, std::string> values(config.begin(), config.end());
+      EXPECT_EQ(values.at("SPLIT_K"), "0");
+      EXPECT_NE(values.at("SKINNY"), "0");
+    }
 }
 
 Profile attention_profile() {
