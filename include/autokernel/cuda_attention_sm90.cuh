@@ -282,6 +282,7 @@ template <typename T, int D, bool Spread, int Keys>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
+#if AK_SM90_CODE
   using L = Layout<D, Keys>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -297,6 +298,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     w.lane = static_cast<int>(threadIdx.x % 32);
     w.template run_items<Spread>(smem, bar, p, out);
   });
+#else
+  __trap();
+#endif
 }
 
 // The wgmma variant with key tiles of Keys keys; AK_ERR_UNSUPPORTED when this device or these
@@ -340,7 +344,7 @@ int launch_tiles(const ak_call* call, Problem p) {
 // caller falls back to another variant.
 template <typename T, int D>
 int launch(const ak_call* call, Problem p) {
-  if (ak_gemm::device_attribute(cudaDevAttrComputeCapabilityMajor) != 9) return AK_ERR_UNSUPPORTED;
+  if (!ak_gemm::hopper_code()) return AK_ERR_UNSUPPORTED;
   if (!(p.scale_log2 > 0.0f)) return AK_ERR_UNSUPPORTED;  // the softmax takes the raw maximum
   if constexpr (kNonCausalKeys != kKeys)
     if (!p.causal) return launch_tiles<T, D, kNonCausalKeys>(call, p);

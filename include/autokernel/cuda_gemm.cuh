@@ -27,6 +27,7 @@
 
 #include <limits.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "autokernel/cuda_kernel.cuh"
@@ -124,6 +125,37 @@ inline int device_attribute(cudaDeviceAttr attr) {
   int& cached = cache[device][slot];
   if (cached == 0 && cudaDeviceGetAttribute(&cached, attr, device) != cudaSuccess) cached = 0;
   return cached;
+}
+
+// A kernel of the module's own, whose attributes say what its device code was built for.
+template <int = 0>
+__global__ void module_probe_kernel() {}
+
+// The virtual architecture the module's device code for the current device was built from: 90 for
+// sm_90a, 80 for compute_80 PTX compiled by the driver on load (read once: one module, one build).
+inline int module_ptx_version() {
+  static std::atomic<int> known{0};
+  if (known.load() == 0) {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, module_probe_kernel<0>) != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: nothing ran
+      return 0;
+    }
+    known.store(attributes.ptxVersion);
+  }
+  return known.load();
+}
+
+// Whether the Hopper kernels (wgmma, TMA, setmaxnreg: sm_90a's code) run here: a Hopper device,
+// and a module built for it rather than from an earlier target's PTX, where they are traps
+// (cuda_sm90.cuh's AK_SM90_CODE).
+inline bool hopper_code() {
+  return device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 && module_ptx_version() >= 90;
+}
+
+// Whether thread block clusters run here: Hopper and later, with the module's code built for one.
+inline bool cluster_code() {
+  return device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 && module_ptx_version() >= 90;
 }
 
 // Sets a kernel's dynamic shared-memory limit when it needs more than the default 48 KB;

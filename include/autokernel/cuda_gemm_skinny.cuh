@@ -330,7 +330,7 @@ int launch_staged(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t st
                   int forced_rows, bool clusters) {
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   if (forced_rows == 0 && NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
-  if (clusters && split_k == 0 && device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9) {
+  if (clusters && split_k == 0 && cluster_code()) {
     const StagedPlan plan = plan_staged<T, NT>(p, forced_rows, true);
     if (plan.rows != 0 && plan.cluster > 1) {
       const int rc = launch_cluster_split<T, NT>(p, c, ldc, stream, plan);

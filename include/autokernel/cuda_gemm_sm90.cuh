@@ -57,7 +57,7 @@ constexpr int kBM = 128, kBK = 64, kThreads = 384, kConsumerWarps = 8;
 template <typename T, int NB>
 bool wgmma_eligible(const GemmProblem<T, NB>& p) {
   bool ok = sizeof(T) == 2 && ak_cuda::is_aligned16(p.a) && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.lda > 0 &&
-            p.ldb > 0 && device_attribute(cudaDevAttrComputeCapabilityMajor) == 9;
+            p.ldb > 0 && hopper_code();
   for (int j = 0; j < NB; ++j) ok = ok && ak_cuda::is_aligned16(p.b[j]);
   return ok;
 }
@@ -293,6 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b0,
                       const __grid_constant__ CUtensorMap map_b1, const __grid_constant__ CUtensorMap map_c,
                       const WgmmaGrid g, const Epi epi) {
+#if AK_SM90_CODE
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -301,6 +302,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       [&] { init_ring(bars, Stages, kConsumerWarps); },
       [&] { produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g); },
       [&](int consumer) { consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, consumer); });
+#else
+  __trap();
+#endif
 }
 
 // The fewest k-tiles a split runs: its pipeline fills and drains once, and its partial sums

@@ -142,6 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap a_hi, const __grid_constant__ CUtensorMap a_lo,
                 const __grid_constant__ CUtensorMap b_hi, const __grid_constant__ CUtensorMap b_lo,
                 const Grid g, const Epi epi) {
+#if AK_SM90_CODE
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + kStages * kStageBytes;
@@ -152,13 +153,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         produce(maps, smem, bars, g);
       },
       [&](int consumer) { consume(smem, bars, g, epi, consumer); });
+#else
+  __trap();
+#endif
 }
 
 // Whether the call is worth the split: an sm_90 device and enough output tiles to fill the SMs
 // about halfway (fewer, long-K problems go to the split-K FFMA path), within the workspace cap.
 template <BLayout L>
 bool worth_it(const GemmProblem<float, 1>& p) {
-  if (device_attribute(cudaDevAttrComputeCapabilityMajor) != 9 || p.lda <= 0 || p.ldb <= 0) return false;
+  if (!hopper_code() || p.lda <= 0 || p.ldb <= 0) return false;
   const int64_t tiles = static_cast<int64_t>((p.m + kBM - 1) / kBM) * ((p.n + kBN - 1) / kBN);
   const int64_t padded_k = (p.k + 3) / 4 * 4;
   const size_t bytes = 2 * static_cast<size_t>(p.m + p.n) * static_cast<size_t>(padded_k) * sizeof(float);

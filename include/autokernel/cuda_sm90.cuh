@@ -12,6 +12,20 @@
 
 #include "autokernel/cuda_kernel.cuh"
 
+// The Hopper kernels' bodies are sm_90a code (wgmma, setmaxnreg, TMA with mbarriers). Built for
+// another target (sm_80, sm_89, compute_80 PTX, a later architecture) a module keeps their names,
+// since its host code is the same for every target, but each body is a trap, and the host
+// launches none of them where ak_gemm::hopper_code() says so. sm_90 without the "a" features
+// cannot build them at all.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if __CUDA_ARCH__ == 900
+#error "the Hopper kernels need sm_90a's features (wgmma, setmaxnreg): build for sm_90a, not sm_90"
+#endif
+#define AK_SM90_CODE 0
+#else
+#define AK_SM90_CODE 1
+#endif
+
 // wgmma's accumulator operands, each list the previous one extended (string literals and
 // operand lists concatenate).
 #define AK_WGMMA_REGS_32                                                                                 \

@@ -378,11 +378,13 @@ int launch(const ak_call* call, const AttentionArgs<T>& a) {
       if (rc != AK_ERR_UNSUPPORTED) return rc;
 #endif
       const int tiles = (a.seq + kBlockM - 1) / kBlockM;
-      if (a.dim == 64)
-        return launch_with_smem(attention_mma<T, 64>, tiles, call, MmaConfig<T, 64>::kThreads,
-                                MmaConfig<T, 64>::kSmemBytes, a);
-      return launch_with_smem(attention_mma<T, 128>, tiles, call, MmaConfig<T, 128>::kThreads,
-                              MmaConfig<T, 128>::kSmemBytes, a);
+      const int mma_rc =
+          a.dim == 64 ? launch_with_smem(attention_mma<T, 64>, tiles, call, MmaConfig<T, 64>::kThreads,
+                                         MmaConfig<T, 64>::kSmemBytes, a)
+                      : launch_with_smem(attention_mma<T, 128>, tiles, call, MmaConfig<T, 128>::kThreads,
+                                         MmaConfig<T, 128>::kSmemBytes, a);
+      // UNSUPPORTED: its tiles need more shared memory than the device has; the CUDA-core variant below.
+      if (mma_rc != AK_ERR_UNSUPPORTED) return mma_rc;
     }
   }
   const int tiles = (a.seq + kSimtRows - 1) / kSimtRows;

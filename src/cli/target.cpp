@@ -30,7 +30,9 @@ void TargetOptions::add_to(CLI::App& app) {
   app.add_option("--max-time", max_time_s, "seconds of timing samples at most per experiment")
       ->check(CLI::PositiveNumber);
   app.add_option("--results", results, "results table to append to");
-  app.add_option("--arch", arch, "CUDA architecture to build for (default: the device's own, e.g. sm_90a)");
+  app.add_option("--arch", arch,
+                 "CUDA architecture to build for (default: the device's own, e.g. sm_90a; compute_80: that "
+                 "target's PTX, compiled for the device on load)");
 }
 
 Target resolve_target(const TargetOptions& o) {

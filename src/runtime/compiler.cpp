@@ -45,8 +45,11 @@ struct Toolchain {
 Toolchain toolchain(const BuildRequest& r) {
   const std::string include = "-I" + (project_dir() / "include").string();
   if (r.backend == Backend::Cuda) {
+    // sm_XX: that GPU's code; compute_XX: that virtual architecture's PTX alone, which the driver
+    // compiles for the device at load (an earlier target's code paths, run on a later GPU).
     const std::string arch = r.arch.empty() ? "sm_90a" : r.arch;
-    const std::string compute = "compute_" + arch.substr(3);
+    const bool ptx_only = arch.rfind("compute_", 0) == 0;
+    const std::string compute = ptx_only ? arch : "compute_" + arch.substr(3);
     return {nvcc_path(),
             {"-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-lineinfo",
              "--resource-usage", "-gencode=arch=" + compute + ",code=" + arch, include}};

@@ -209,6 +209,31 @@ TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
                               "matmul", {{shape, dtype}});
 }
 
+// The compute-bound starters built for an Ampere (--arch compute_80: that target's PTX, compiled
+// by the driver for this GPU on load). Their Hopper kernels (wgmma, TMA, clusters) are traps in such
+// a build, so a PASS says every call went to the code an A100 or an RTX 40 runs: matmul's mma tiles,
+// its skinny forms in registers and in shared memory (the cluster split asked for and not taken),
+// fp32 on CUDA cores instead of tf32x3; fused_mlp's mma tiles; attention's mma variant.
+TEST_F(CudaHarness, ComputeStartersBuiltForAmperePassEveryStage) {
+  struct Case {
+    std::string file, op, shape, dtype;
+  };
+  const std::string cuda = std::string(AK_SOURCE_DIR) + "/kernels/cuda/";
+  const std::string clusters = starter_with("matmul", "#define SKINNY_CLUSTER 1");
+  for (const auto& [file, op, shape, dtype] : std::vector<Case>{
+           {cuda + "matmul.cu", "matmul", "1000x1000x200:b_nk=1", "fp16"},
+           {cuda + "matmul.cu", "matmul", "300x520x72", "bf16"},
+           {cuda + "matmul.cu", "matmul", "8x4096x4096:b_nk=1", "bf16"},
+           {clusters, "matmul", "64x4096x4096:b_nk=1", "fp16"},
+           {cuda + "matmul.cu", "matmul", "1100x1300x700", "fp32"},
+           {cuda + "fused_mlp.cu", "fused_mlp", "1000x256x520", "fp16"},
+           {cuda + "flash_attention.cu", "flash_attention", "1x8x520x128:causal=0,kv_heads=2", "bf16"},
+           {cuda + "flash_attention.cu", "flash_attention", "2x12x512x64:causal=1", "fp16"}}) {
+    const auto j = bench(file, op, shape, {"--dtype", dtype, "--arch", "compute_80"});
+    EXPECT_EQ(j.value("status", ""), "PASS") << op << " " << shape << " " << dtype << "\n" << j.dump(2);
+  }
+}
+
 // fp32 on the tensor cores (tf32x3: split operands, three TF32 products): every stage at fp32's
 // tolerance with B in both layouts and M, N, K not multiples of the tiles (1100 x 1300 gives 99
 // output tiles, over half a wave), and faster than the FFMA path it replaces.

@@ -57,6 +57,33 @@ TEST(CudaKernels, CompileForSm90aWithoutSpills) {
   }
 }
 
+// The compute-bound starters build for an Ampere or an Ada GPU too (sm_80; sm_86 and sm_89 take the
+// same code): their Hopper kernels become traps there, which the host never launches. A build for
+// sm_90 without its "a" features, which cannot hold those kernels, fails with one line saying so.
+TEST(CudaKernels, ComputeStartersBuildForAmpereAndRefuseSm90WithoutItsFeatures) {
+  for (const std::string op : {"matmul", "fused_mlp", "flash_attention"}) {
+    SCOPED_TRACE(op);
+    const std::filesystem::path file = std::string(AK_SOURCE_DIR) + "/kernels/cuda/" + op + ".cu";
+    try {
+      const BuildResult build = build_module({file, {}, Backend::Cuda, "sm_80", std::chrono::seconds(600)});
+      EXPECT_TRUE(std::filesystem::exists(build.module));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unsupported) GTEST_SKIP() << e.what();  // no nvcc on this machine
+      FAIL() << e.what();
+    }
+  }
+  try {
+    build_module({std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
+                  {},
+                  Backend::Cuda,
+                  "sm_90",
+                  std::chrono::seconds(600)});
+    ADD_FAILURE() << "matmul built for sm_90";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("build for sm_90a"), std::string::npos) << e.what();
+  }
+}
+
 // Variants the defaults leave out, whose code only a search would otherwise compile: attention's
 // lazy rescaling (the running maximum moves only by more than 8) and its grid of one block per
 // query tile (or causal pair) instead of one per SM; its non-causal key tiles of 176 keys; matmul's skinny
