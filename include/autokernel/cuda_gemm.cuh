@@ -127,35 +127,52 @@ inline int device_attribute(cudaDeviceAttr attr) {
   return cached;
 }
 
-// A kernel of the module's own, whose attributes say what its device code was built for.
-template <int = 0>
-__global__ void module_probe_kernel() {}
-
-// The virtual architecture the module's device code for the current device was built from: 90 for
-// sm_90a, 80 for compute_80 PTX compiled by the driver on load (read once: one module, one build).
-inline int module_ptx_version() {
-  static std::atomic<int> known{0};
-  if (known.load() == 0) {
-    cudaFuncAttributes attributes{};
-    if (cudaFuncGetAttributes(&attributes, module_probe_kernel<0>) != cudaSuccess) {
-      (void)cudaGetLastError();  // not sticky: nothing ran
-      return 0;
-    }
-    known.store(attributes.ptxVersion);
+// Kernels of the module's own whose static shared memory says what its device code for the
+// current device was built with: Which = 0, sm_90a's features (wgmma, setmaxnreg); Which = 1, an
+// sm_90 or later target (clusters). A build from an earlier target's PTX, compiled by the driver
+// for this device on load, has neither. Never launched.
+template <int Which>
+__global__ void module_probe_kernel(int* sink) {
+#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kMarked = true;
+#else
+  constexpr bool kMarked = Which == 1 && __CUDA_ARCH__ >= 900;
+#endif
+  if constexpr (kMarked) {
+    __shared__ int marker[4];
+    marker[threadIdx.x % 4] = static_cast<int>(threadIdx.x);
+    __syncthreads();
+    *sink = marker[(threadIdx.x + 1) % 4];
   }
-  return known.load();
+#endif
+}
+
+// Whether module_probe_kernel<Which> has its marker (read once: one module, one build).
+template <int Which>
+bool module_marked() {
+  static std::atomic<int> known{-1};
+  if (known.load() < 0) {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, module_probe_kernel<Which>) != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: nothing ran
+      return false;
+    }
+    known.store(attributes.sharedSizeBytes > 0 ? 1 : 0);
+  }
+  return known.load() == 1;
 }
 
 // Whether the Hopper kernels (wgmma, TMA, setmaxnreg: sm_90a's code) run here: a Hopper device,
 // and a module built for it rather than from an earlier target's PTX, where they are traps
 // (cuda_sm90.cuh's AK_SM90_CODE).
 inline bool hopper_code() {
-  return device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 && module_ptx_version() >= 90;
+  return device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 && module_marked<0>();
 }
 
 // Whether thread block clusters run here: Hopper and later, with the module's code built for one.
 inline bool cluster_code() {
-  return device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 && module_ptx_version() >= 90;
+  return device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 && module_marked<1>();
 }
 
 // Sets a kernel's dynamic shared-memory limit when it needs more than the default 48 KB;
