@@ -1,5 +1,6 @@
 // `autokernel launcher`: the sandboxed process that runs a kernel module for the judge
 // (harness/launcher.h). Started only by the engine itself, with its channel on descriptor 3.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli/command.h"
@@ -18,6 +19,10 @@ Command launcher_command() {
                 ->required();
             app.add_option("--arena-bytes", options->arena_bytes, "its size")->required();
             return [options, backend] {
+              // A module of PTX alone (--arch compute_80) is compiled by the driver as it loads,
+              // inside the sandbox, which forbids writing the driver's cache of such compiles:
+              // read before the driver starts, this keeps the driver from trying.
+              ::setenv("CUDA_CACHE_DISABLE", "1", 1);
               options->backend = parse_backend(*backend);
               return serve_launches(*options);
             };
