@@ -1,30 +1,30 @@
 // The loop's executor (src/loop/executor.h) and the driver's use of several workers: which job
-// runs where, a keep re-measured on the GPU of the best it beats, a lost measurement run again,
-// and the split of cores between measuring and compiling. The driver runs for real (git,
-// results.tsv, run.json) over a scripted executor whose workers answer with set times.
+// runs where, a keep re-measured on the GPU of the best it beats and confirmed beside it, a lost
+// measurement run again, and the split of cores between measuring and compiling. The driver runs
+// for real (git, results.tsv, run.json) over a scripted executor whose workers answer with set
+// times (scripted_executor.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
-#include <thread>
+#include <string>
+#include <vector>
 
-#include "cli_runner.h"
 #include "core/cpu_topology.h"
 #include "core/error.h"
-#include "core/paths.h"
-#include "harness/results_log.h"
-#include "loop/executor.h"
-#include "loop/orchestrator.h"
-#include "loop/plan.h"
-#include "loop/worker_pool.h"
+#include "scripted_executor.h"
 
 namespace ak {
 namespace {
+
+using test::decisions_of;
+using test::LoopRun;
+using test::run_with;
+using test::ScriptedExecutor;
+using test::start_loop;
 
 TEST(Executor, GpuListsAreAllOrDistinctVisibleOrdinals) {
   EXPECT_EQ(parse_gpu_list("all", 3), (std::vector<int>{0, 1, 2}));
@@ -47,81 +47,6 @@ TEST(Executor, EachMeasuringWorkerGetsTwoCoresOfItsOwnAndTheBuildsTheRest) {
   EXPECT_EQ(parse_cpu_list(cpu_list({0, 4, 1, 5})), (std::vector<int>{0, 4, 1, 5}));
   EXPECT_TRUE(parse_cpu_list("0,x").empty());
 }
-
-// Workers that answer at once: PASS with the time `time_us(module, worker)`, or LOST when
-// `lose(module, nth)` says so (nth: the order of the measurement, from 1). Builds name their
-// module after the configuration and are ready at once, saying they took `build_seconds`.
-class ScriptedExecutor final : public WorkerPool {
- public:
-  using TimeOf = std::function<double(const std::string& module, int worker)>;
-  ScriptedExecutor(int workers, TimeOf time_us) : time_us_(std::move(time_us)) {
-    std::vector<WorkerInfo> infos;
-    for (int w = 0; w < workers; ++w) {
-      std::string name = "w";  // not "w" + to_string(w): GCC 12's -Wrestrict misfires on it when inlined
-      name += std::to_string(w);
-      infos.push_back({name, "test", w, "Test GPU"});
-    }
-    start_workers(std::move(infos));
-  }
-  ~ScriptedExecutor() override { stop_workers(); }
-
-  std::future<BuiltCandidate> build(const Candidate& candidate, const EvaluateOptions&) override {
-    {
-      std::lock_guard lock(mutex_);
-      events.push_back("build " + candidate.source.parent_path().filename().string());
-      if (candidate.defines.empty()) starter_builds[candidate.source.parent_path().filename().string()] += 1;
-    }
-    std::string name = "module";
-    for (const auto& [key, value] : candidate.defines) name += " " + key + "=" + value;
-    std::promise<BuiltCandidate> built;
-    built.set_value(BuiltCandidate{BuildResult{name, build_seconds == 0, build_seconds, ""}, {}});
-    return built.get_future();
-  }
-
-  // Whether the nth measurement (from 1), of `module` on `worker`, is lost.
-  std::function<bool(const std::string& module, int nth, int worker)> lose = [](const std::string&, int,
-                                                                                int) { return false; };
-  std::vector<int> delay_ms;                  // per worker: how long its measurements take
-  double build_seconds = 0;                   // what each build says it took; 0: a compile-cache hit
-  std::map<std::string, int> starter_builds;  // per kernel: builds of its starter (no definitions)
-  std::map<int, int> jobs_per_worker;
-  std::vector<std::pair<std::string, int>> measured;  // module, worker, in order
-  // "build KERNEL" as a build starts, "start SHAPE" and "measured SHAPE" as a measurement starts
-  // and ends, in order.
-  std::vector<std::string> events;
-
- private:
-  ExperimentResult measure_on(size_t worker, const MeasureJob& job, const Progress&) override {
-    ExperimentResult result;
-    int nth = 0;
-    {
-      std::lock_guard lock(mutex_);
-      jobs_per_worker[static_cast<int>(worker)] += 1;
-      measured.emplace_back(job.request.module.string(), static_cast<int>(worker));
-      nth = static_cast<int>(measured.size());
-      events.push_back("start " + job.request.problem.to_string());
-    }
-    if (worker < delay_ms.size()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[worker]));
-    {
-      std::lock_guard lock(mutex_);
-      events.push_back("measured " + job.request.problem.to_string());  // after its delay: its end
-    }
-    if (lose(job.request.module.string(), nth, static_cast<int>(worker))) {
-      result.status = Status::Lost;
-      result.reason = "scripted loss";
-      return result;
-    }
-    result.status = Status::Pass;
-    result.timing.median_us = time_us_(job.request.module.string(), static_cast<int>(worker));
-    result.timing.samples = 100;
-    result.timing.noise = result.timing.spread = 0.001;
-    return result;
-  }
-  void abort_worker(size_t) override {}
-
-  TimeOf time_us_;
-  std::mutex mutex_;
-};
 
 TEST(Executor, JobsForAWorkerWaitForItAndTheRestGoToAnyFreeOne) {
   ScriptedExecutor executor(3, [](const std::string&, int) { return 1.0; });
@@ -147,42 +72,6 @@ TEST(Executor, JobsForAWorkerWaitForItAndTheRestGoToAnyFreeOne) {
   EXPECT_FALSE(slow.next(std::chrono::milliseconds(50)));
   EXPECT_NE(slow.activity().front().find("reduce"), std::string::npos) << slow.activity().front();
   EXPECT_TRUE(slow.next(std::chrono::seconds(10)));
-}
-
-struct LoopRun {
-  std::filesystem::path ws;
-  RunState state;
-};
-
-// The first `kernels` of "sum" (reduce 48x1024), "sum2" (reduce 48x512) and "sum3" (reduce 48x256).
-LoopRun start_loop(const std::string& name, int kernels = 1) {
-  LoopRun run{test::scratch_dir(name) / "workspace", {}};
-  Plan plan{"test", false, {}};
-  const std::vector<std::pair<std::string, std::string>> all{
-      {"sum", "48x1024"}, {"sum2", "48x512"}, {"sum3", "48x256"}};
-  for (const auto& [kernel, shape] : std::vector(all.begin(), all.begin() + kernels)) {
-    std::filesystem::create_directories(run.ws / "kernels" / kernel);
-    std::filesystem::copy_file(test::kernel("loop_modes.cpp"),
-                               run.ws / "kernels" / kernel / (kernel + ".cpp"));
-    plan.kernels.push_back(
-        {kernel, "reduce", "kernels/" + kernel + "/" + kernel + ".cpp", shape, "fp32", 0.5});
-  }
-  LoopSettings settings;
-  settings.strategy = "exhaustive";
-  settings.patience = 20;
-  run.state = start_run(run.ws, plan, settings, Backend::Host, "Test GPU");
-  return run;
-}
-
-// The loop with a budget of `experiments` and one of `seconds` (0: none).
-void run_with(LoopRun& run, Executor& executor, int experiments, double seconds = 0) {
-  LoopEnvironment env;
-  env.workspace = run.ws;
-  env.backend = Backend::Host;
-  env.executor = &executor;
-  env.session_max_experiments = experiments;
-  env.session_budget_s = seconds;
-  run_loop(run.state, env);
 }
 
 // The starter (no definitions) takes 100 us everywhere; MODE=4 takes 50 us on w0 and reads 10%
@@ -273,13 +162,6 @@ TEST(Executor, ASabotagedRetimingOfTheBestBuysNoKeep) {
     EXPECT_EQ(std::stod(row.at("best_again_us")), 0) << row.at("config") << ": the best was timed again";
   }
   EXPECT_EQ(*starter_runs, 1);
-}
-
-std::vector<std::string> decisions_of(const std::filesystem::path& ws) {
-  std::vector<std::string> decisions;
-  for (const auto& row : read_results(ws / kResultsFile))
-    decisions.push_back(row.at("config") + " " + row.at("decision"));
-  return decisions;
 }
 
 // Each configuration's time depends on it alone; the second worker answers at once and the first
@@ -375,141 +257,6 @@ TEST(Executor, AKeepWhoseRemeasurementIsLostIsMeasuredOnAWorkerThatIsLeft) {
   EXPECT_GE(kept, 3) << "MODE=1..4 each beat the one before by 15 us or more";
   EXPECT_EQ(run.state.kernels.at(0).best_worker, left);
   EXPECT_DOUBLE_EQ(run.state.kernels.at(0).best_us, 40.0);
-}
-
-// At a kernel switch the workers would wait for the next kernel's builds: they start while the
-// last kernel's measurements finish (here its baseline, then its search running out).
-TEST(Executor, TheNextKernelsBuildsStartWhileTheLastMeasurementsFinish) {
-  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {100};
-  LoopRun run = start_loop("executor-prebuild", 2);
-  run_with(run, executor, 60);
-  const auto& events = executor.events;
-  const auto at = [&](const std::string& event) {
-    return std::find(events.begin(), events.end(), event) - events.begin();
-  };
-  EXPECT_LT(at("build sum2"), at("measured 48x1024")) << "sum2's baseline built after sum's was measured";
-  const auto rows = read_results(run.ws / kResultsFile);
-  ASSERT_GT(rows.size(), 4u);
-  // The third session, the first search: its kernel's last measurement ends after the next
-  // kernel's first search build (its second build, after its baseline's).
-  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
-  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
-  const std::string measured = "measured " + std::string(searched == "sum" ? "48x1024" : "48x512");
-  const auto last_measured = std::find(events.rbegin(), events.rend(), measured).base() - events.begin() - 1;
-  const auto first_build = std::find(events.begin(), events.end(), "build " + other);
-  const auto second_build = std::find(first_build + 1, events.end(), "build " + other) - events.begin();
-  EXPECT_LT(second_build, last_measured)
-      << "no build of " << other << " before " << searched << "'s session ended";
-}
-
-// Every kernel's starter build starts with the run, not with its session: else the baselines go
-// at the compiler's pace, one build per session, however many workers measure them. Each is built
-// once (its session takes that build), also when the run ends before its session.
-TEST(Executor, EveryKernelsStarterBuildsBeforeTheFirstMeasurementEnds) {
-  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {100};
-  LoopRun run = start_loop("executor-starters", 3);
-  run_with(run, executor, 6);
-  ASSERT_EQ(read_results(run.ws / kResultsFile).size(), 6u);
-  const auto& events = executor.events;
-  const auto at = [&](const std::string& event) {
-    return std::find(events.begin(), events.end(), event) - events.begin();
-  };
-  for (const std::string kernel : {"sum", "sum2", "sum3"}) {
-    EXPECT_LT(at("build " + kernel), at("measured 48x1024"))
-        << kernel << "'s starter built only after the first measurement";
-    EXPECT_EQ(executor.starter_builds[kernel], 1) << kernel;
-  }
-
-  ScriptedExecutor early(1, [](const std::string&, int) { return 100.0; });
-  LoopRun short_run = start_loop("executor-starters-early", 3);
-  run_with(short_run, early, 1);
-  EXPECT_EQ(read_results(short_run.ws / kResultsFile).size(), 1u);
-  for (const std::string kernel : {"sum", "sum2", "sum3"})
-    EXPECT_EQ(early.starter_builds[kernel], 1) << kernel;
-}
-
-// Builds take twice a measurement: a session builds ahead as the run's times so far ask from its
-// first refill (here 3 per worker), not max(workers, 3) until results of its own come.
-TEST(Executor, ANewSessionBuildsAheadAsTheRunsTimesAskFromItsStart) {
-  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {100, 100};
-  executor.build_seconds = 0.2;
-  LoopRun run = start_loop("executor-ramp", 2);
-  run_with(run, executor, 60);
-  const auto rows = read_results(run.ws / kResultsFile);
-  ASSERT_GT(rows.size(), 4u);
-  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
-  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
-  // The next kernel's builds while the searched one's last measurements finish: its baseline's,
-  // then its session's first refill (KernelSession::prebuild).
-  const auto& events = executor.events;
-  const std::string measured = "measured " + std::string(searched == "sum" ? "48x1024" : "48x512");
-  const auto last_measured = std::find(events.rbegin(), events.rend(), measured);
-  ASSERT_NE(last_measured, events.rend());
-  const auto ahead = std::count(events.begin(), last_measured.base() - 1, "build " + other) - 1;
-  EXPECT_GT(ahead, 3) << other << "'s first refill built no more ahead than a session with no times";
-  EXPECT_LE(ahead, 16);
-}
-
-// On a time budget with two workers, the second kernel's baseline is measured beside the first's
-// (one worker would have waited for the other); both are recorded in order, and nothing measured
-// goes unrecorded, the baseline measured ahead when the budget ends included.
-TEST(Executor, BaselinesOfTwoKernelsAreMeasuredSideBySide) {
-  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {300, 300};
-  LoopRun run = start_loop("executor-baselines", 2);
-  run_with(run, executor, 0, 1.0);
-  const auto rows = read_results(run.ws / kResultsFile);
-  ASSERT_GE(rows.size(), 2u);
-  EXPECT_EQ(rows[0].at("name"), "sum");
-  EXPECT_EQ(rows[1].at("name"), "sum2");
-  EXPECT_EQ(rows[0].at("decision"), "baseline");
-  EXPECT_EQ(rows[1].at("decision"), "baseline");
-  const auto& events = executor.events;
-  const auto at = [&](const std::string& event) {
-    return std::find(events.begin(), events.end(), event) - events.begin();
-  };
-  EXPECT_LT(at("start 48x512"), at("measured 48x1024")) << "the baselines took turns";
-  EXPECT_EQ(rows.size(), executor.measured.size()) << "a measurement went unrecorded";
-}
-
-// On a time budget with two workers, at a switch the next kernel's first search experiment is
-// measured while the last kernel's final ones finish: no worker idles for the switch.
-TEST(Executor, TheNextKernelsFirstSearchIsMeasuredWhileTheLastOnesFinish) {
-  ScriptedExecutor executor(2, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {150, 150};
-  LoopRun run = start_loop("executor-switch", 2);
-  run_with(run, executor, 0, 30.0);
-  const auto rows = read_results(run.ws / kResultsFile);
-  ASSERT_GT(rows.size(), 4u);
-  const std::string searched = rows[2].at("name"), other = searched == "sum" ? "sum2" : "sum";
-  ASSERT_EQ(rows.back().at("name"), other) << "the run ended before the second search began";
-  const auto problem = [](const std::string& kernel) { return kernel == "sum" ? "48x1024" : "48x512"; };
-  const auto& events = executor.events;
-  const auto last_measured =
-      std::find(events.rbegin(), events.rend(), "measured " + std::string(problem(searched))).base() -
-      events.begin() - 1;
-  const auto baseline = std::find(events.begin(), events.end(), "start " + std::string(problem(other)));
-  const auto first_search = std::find(baseline + 1, events.end(), "start " + std::string(problem(other)));
-  EXPECT_LT(first_search - events.begin(), last_measured)
-      << other << "'s first search started only after " << searched << "'s last measurement";
-  EXPECT_EQ(rows.size(), executor.measured.size()) << "a measurement went unrecorded";
-}
-
-// Measurements of 400 ms on one worker and a budget of 2 s: the loop starts none that its
-// measurements so far say would end past the budget (starting while any time was left, two in
-// flight, it ended up to 0.8 s late), and still uses the budget.
-TEST(Executor, ATimeBudgetStartsNoExperimentThatWouldEndPastIt) {
-  ScriptedExecutor executor(1, [](const std::string&, int) { return 100.0; });
-  executor.delay_ms = {400};
-  LoopRun run = start_loop("executor-deadline");
-  const auto start = std::chrono::steady_clock::now();
-  run_with(run, executor, 0, 2.0);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 2.0 + 0.2);
-  EXPECT_GE(read_results(run.ws / kResultsFile).size(), 3u);
 }
 
 }  // namespace
