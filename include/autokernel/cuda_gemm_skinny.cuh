@@ -18,7 +18,7 @@
 // AK_ERR_UNSUPPORTED and take the tiled paths.
 //       With RowLimits::staged, 17 to 64 rows go through shared memory instead
 //       (cuda_gemm_skinny_staged.cuh: one block an SM per 32, 64 or 128 columns of C).
-//   launch_skinny_gemm<T, L>(p, c, ldc, stream, split_k, limits)
+//   launch_skinny_gemm<T, L, Clusters>(p, c, ldc, stream, split_k, limits)
 //     split_k: 0 chooses, n > 0 forces n; limits (RowLimits): the M each path takes
 // C++17, header-only.
 #pragma once
@@ -33,6 +33,7 @@
 #include "autokernel/cuda_gemm_skinny_mma.cuh"
 #include "autokernel/cuda_gemm_skinny_staged.cuh"
 #include "autokernel/cuda_gemm_splits.cuh"
+#include "autokernel/skinny_plan.h"
 
 namespace ak_gemm::skinny {
 
@@ -143,11 +144,10 @@ __global__ void __launch_bounds__(kThreads) kn_kernel(const T* a, int64_t lda, c
 
 // Which M each path takes (kernels/cuda/matmul.cu: SKINNY_SIMT_MAX_M, SKINNY_MAX_M).
 struct RowLimits {
-  int simt_max_m;         // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
-  int max_m;              // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
-  bool staged;            // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
-  int staged_rows;        // rows of W per block there: 32, 64 or 128; 0 chooses
-  bool clusters = false;  // there, K split over the blocks of a cluster where that reads fewer bytes a block
+  int simt_max_m;   // B as [N, K]: CUDA cores up to this M (at most kMaxRowsNK), tensor cores above
+  int max_m;        // the most rows taken (at most kMaxMmaCols for B as [N, K], kMaxRowsKN for B[K, N])
+  bool staged;      // B as [N, K], M > kMaxRowsNK on the tensor cores: through shared memory
+  int staged_rows;  // rows of W per block there: 32, 64 or 128; 0 chooses
 };
 
 template <typename T, BLayout L>
@@ -248,53 +248,37 @@ struct StagedForm {
   }
 };
 
-// f(StagedForm<...>{}) for 32, 64 or 128 rows of W per block; AK_ERR_UNSUPPORTED for others.
-template <typename T, int NT, class F>
+// f(StagedForm<...>{}) for 32, 64, 128 or (Tall: plan_staged's, built only with clusters) 256 rows
+// of W per block; AK_ERR_UNSUPPORTED for others.
+template <typename T, int NT, bool Tall, class F>
 int with_staged_form(int rows, F&& f) {
   switch (rows) {  // G 16-row tiles a warp, WR groups of warps along W's rows
     case 32: return f(StagedForm<T, NT, 2, 1>{});
     case 64: return f(StagedForm<T, NT, 4, 1>{});
     case 128: return f(StagedForm<T, NT, 4, 2>{});
+    case 256:  // two k slices, two stages
+      if constexpr (Tall) return f(StagedForm<T, NT, 4, 4>{});
+      return AK_ERR_UNSUPPORTED;
     default: return AK_ERR_UNSUPPORTED;
   }
 }
 
-// A cluster-split layout of the shared-memory form: rows of W per block, and the blocks of a
-// cluster that share one tile of W, each taking a contiguous run of `chunk` k (cluster = 1: no
-// split). rows = 0: no layout runs in one wave.
-struct StagedPlan {
-  int rows = 0, cluster = 1, chunk = 0;
-};
-
-// Every block of the form ingests its tile of W and all of A's rows over its run of K; a wave of
-// them is bound by what one SM brings in (docs/benchmarks.md, 2026-11-28: 37-42 KB/us an SM at
-// every height). So the plan with the fewest bytes a block, every block in one wave: more rows of
-// W a block read A fewer times over, and a cluster's split shortens each block's run of K. A
-// block's run keeps at least a ring's worth of stages; its blocks' sums meet in shared memory.
+// plan_staged (skinny_plan.h) over this form's heights, asking the device how many clusters fit.
 template <typename T, int NT>
-StagedPlan plan_staged(const GemmProblem<T, 1>& p, int forced_rows, bool clusters) {
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  StagedPlan best;
-  int64_t best_bytes = INT64_MAX;
-  for (const int rows : {32, 64, 128}) {
-    if (forced_rows != 0 && rows != forced_rows) continue;
-    with_staged_form<T, NT>(rows, [&](auto form) {
-      using Form = decltype(form);
-      const int64_t tiles = (p.n + rows - 1) / rows;
-      for (int cluster = 1; cluster <= (clusters ? 8 : 1); cluster *= 2) {
-        const int chunk = (p.k + cluster * kStagedK - 1) / (cluster * kStagedK) * kStagedK;
-        if (tiles * cluster > sms || (cluster > 1 && chunk < Form::kRing * kStagedK)) break;
-        if (cluster > 1 && Form::clusters_that_fit(cluster) < tiles) continue;
-        const int64_t bytes = static_cast<int64_t>(rows + 8 * NT) * chunk;
-        if (bytes < best_bytes) {
-          best_bytes = bytes;
-          best = {rows, cluster, chunk};
-        }
-      }
+StagedPlan plan_staged(const GemmProblem<T, 1>& p, int forced_rows) {
+  constexpr int kHeights[] = {32, 64, 128, 256};
+  StagedHeight heights[4];
+  for (int h = 0; h < 4; ++h)
+    with_staged_form<T, NT, true>(kHeights[h], [&](auto form) {
+      heights[h] = {decltype(form)::kRows, decltype(form)::kRing};
       return AK_OK;
     });
-  }
-  return best;
+  const auto fits = [](int rows, int cluster) {
+    return with_staged_form<T, NT, true>(
+        rows, [&](auto form) { return decltype(form)::clusters_that_fit(cluster); });
+  };
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  return skinny::plan_staged(p.n, p.k, 8 * NT, sms, kStagedK, forced_rows, heights, 4, fits);
 }
 
 // The planned cluster split: K's runs of one tile of W on the blocks of a cluster, their sums
@@ -302,7 +286,7 @@ StagedPlan plan_staged(const GemmProblem<T, 1>& p, int forced_rows, bool cluster
 template <typename T, int NT>
 int launch_cluster_split(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
                          const StagedPlan& plan) {
-  return with_staged_form<T, NT>(plan.rows, [&](auto form) {
+  return with_staged_form<T, NT, true>(plan.rows, [&](auto form) {
     using Form = decltype(form);
     if (!allow_shared_memory(Form::kernel, Form::kSmemBytes)) return AK_ERR_UNSUPPORTED;
     const dim3 grid(static_cast<unsigned>((p.n + plan.rows - 1) / plan.rows),
@@ -322,42 +306,44 @@ int launch_cluster_split(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStre
 // blocks than SMs: no split where the columns fill the SMs, and where they do not, the fewest
 // blocks to split. A split gives each stage of the ring a turn. Past 64 x 128 rows of W per SM
 // (N > 16896 on 132 SMs) at more than 32 rows of A, the wgmma split-K is faster (64 x 32000 x
-// 4096: 72.2 against 82.9 us on the H200): those calls go to it. With `clusters` (Hopper's thread
-// block clusters; SKINNY_CLUSTER) and no forced split, plan_staged's layout instead, where one
-// fits in a wave.
-template <typename T, int NT>
+// 4096: 72.2 against 82.9 us on the H200): those calls go to it. With Clusters (Hopper's thread
+// block clusters; SKINNY_CLUSTER) and no forced split, plan_staged's layout instead (256 rows of
+// W a block among its heights), wherever one fits in a wave.
+template <typename T, int NT, bool Clusters>
 int launch_staged(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
-                  int forced_rows, bool clusters) {
+                  int forced_rows) {
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  if (forced_rows == 0 && NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
-  if (clusters && split_k == 0 && cluster_code()) {
-    const StagedPlan plan = plan_staged<T, NT>(p, forced_rows, true);
-    if (plan.rows != 0 && plan.cluster > 1) {
-      const int rc = launch_cluster_split<T, NT>(p, c, ldc, stream, plan);
-      if (rc == AK_OK) return rc;  // else the device would not take the clusters: as without them
-    } else if (plan.rows != 0) {
-      forced_rows = plan.rows;
-      split_k = 1;
+  if constexpr (Clusters) {
+    if (split_k == 0 && cluster_code()) {
+      const StagedPlan plan = plan_staged<T, NT>(p, forced_rows);
+      if (plan.rows != 0 && plan.cluster > 1) {
+        const int rc = launch_cluster_split<T, NT>(p, c, ldc, stream, plan);
+        if (rc == AK_OK) return rc;  // else the device would not take the clusters: as without them
+      } else if (plan.rows != 0) {
+        forced_rows = plan.rows;
+        split_k = 1;
+      }
     }
   }
+  if (forced_rows == 0 && NT > 4 && p.n > 128 * sms) return AK_ERR_UNSUPPORTED;
   int rows = forced_rows;
   if (rows == 0) rows = p.n <= 32 * sms ? 32 : p.n <= 64 * sms ? 64 : 128;
-  return with_staged_form<T, NT>(rows, [&](auto form) {
+  return with_staged_form<T, NT, Clusters>(rows, [&](auto form) {
     using Form = decltype(form);
     return launch_split<T>(Form::kernel, p, c, ldc, stream, split_k, (p.n + Form::kRows - 1) / Form::kRows,
                            Form::kRing * kStagedK, kStagedK, Form::kSmemBytes, 1);
   });
 }
 
-template <typename T, BLayout L>
+template <typename T, BLayout L, bool Clusters = false>
 int launch_skinny_gemm(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream, int split_k,
                        RowLimits limits) {
   if (!eligible<T, L>(p, limits)) return AK_ERR_UNSUPPORTED;
   if constexpr (L == BLayout::NK) {
     if (limits.staged && p.m > kMaxRowsNK) {  // through shared memory: 4 or 8 operands of A
       return with_rows<kMaxMmaCols, 32>(p.m, [&](auto rows) {
-        return launch_staged<T, decltype(rows)::value / 8>(p, c, ldc, stream, split_k, limits.staged_rows,
-                                                           limits.clusters);
+        return launch_staged<T, decltype(rows)::value / 8, Clusters>(p, c, ldc, stream, split_k,
+                                                                     limits.staged_rows);
       });
     }
     if (p.m > std::min(limits.simt_max_m, kMaxRowsNK)) {      // C^T = W A^T on the tensor cores

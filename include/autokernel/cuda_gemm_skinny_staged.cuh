@@ -59,8 +59,10 @@ __device__ __forceinline__ void sum_cluster(float* sums, int outputs, int cluste
   namespace cg = cooperative_groups;
   cg::cluster_group blocks = cg::this_cluster();
   blocks.sync();  // every block's sums are in its shared memory (the arrive releases, the wait acquires)
-  const int share = outputs / cluster, rank = static_cast<int>(blocks.block_rank());
-  for (int q = rank * share + static_cast<int>(threadIdx.x); q < (rank + 1) * share; q += kThreads) {
+  // Shares of ceil(outputs / cluster): a cluster of 3 or 7 blocks does not divide a tile's outputs.
+  const int share = (outputs + cluster - 1) / cluster, rank = static_cast<int>(blocks.block_rank());
+  const int end = min(outputs, (rank + 1) * share);
+  for (int q = rank * share + static_cast<int>(threadIdx.x); q < end; q += kThreads) {
     float sum = *blocks.map_shared_rank(sums + q, 0);
     for (int r = 1; r < cluster; ++r) sum += *blocks.map_shared_rank(sums + q, r);
     store(q, sum);

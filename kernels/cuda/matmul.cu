@@ -103,12 +103,13 @@
 //                     more blocks than SMs; past 128 at more than 32 rows of A the call goes to the
 //                     wgmma split-K.
 //   SKINNY_CLUSTER    1: the shared-memory form may cut K over the blocks of a thread block
-//                     cluster (Hopper; 2, 4 or 8 blocks, one tile of W), their sums added through
-//                     distributed shared memory in block order (no workspace, no second kernel),
-//                     with the height and cluster that bring the fewest bytes into each block in one
-//                     wave: 64 x 4096 x 4096 takes 128 rows in clusters of 4, each block reading A a
-//                     quarter as often as at 32 rows. 0 (the default until timed on a GPU): as above.
-//                     Searched where the shared-memory form may take the call, with the default tiles.
+//                     cluster (Hopper; up to 8 blocks sharing one tile of W), their sums added
+//                     through distributed shared memory in block order (no workspace, no second
+//                     kernel), at the height (32 to 256 rows of W) and cluster size that bring the
+//                     fewest bytes into each block with every block in one wave (skinny_plan.h):
+//                     64 x 4096 x 4096 takes 256 rows in clusters of 8, 64 x 11008 x 4096 256 rows
+//                     in clusters of 3. 0 (the default until timed on a GPU): as above. Searched
+//                     where the shared-memory form may take the call, with the default tiles.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -143,8 +144,7 @@
 // @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
 // @tune SKINNY_CLUSTER: 0, 1
 // @require SKINNY_CLUSTER == 0 || (b_nk == 1 && M > 16 && M <= 64 && SKINNY != 0 && SPLIT_K == 0)
-// @require SKINNY_CLUSTER == 0 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE
-// == 1)
+// @require SKINNY_CLUSTER == 0 || (BLOCK_M == 128 && BLOCK_N == 0 && TMA_STORE == 1)
 #include <optional>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -274,10 +274,9 @@ int launch(const ak_call* call) {
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
     if constexpr (SKINNY != 0) {
-      const int rc =
-          skinny::launch_skinny_gemm<T, L>(p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
-                                           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0,
-                                            SKINNY > 1 ? SKINNY : 0, SKINNY_CLUSTER != 0});
+      const int rc = skinny::launch_skinny_gemm<T, L, SKINNY_CLUSTER != 0>(
+          p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,
+          {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0, SKINNY > 1 ? SKINNY : 0});
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);

@@ -191,16 +191,21 @@ TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
 }
 
 // SKINNY_CLUSTER = 1: K cut over the blocks of a thread block cluster, their sums added through
-// distributed shared memory. On 132 SMs (plan_staged): 64 x 4096 x 4096 at 128 rows in clusters of
-// 4; N not a multiple of 128 and K not of the clusters' runs (64 x 4000 x 4104: 128 rows, clusters
-// of 4, the last block's run ending in part of a stage); four operands of A (32 x 4096 x 4096: 128
-// rows, clusters of 4); a forced height (48 rows of A at 64 rows of W: clusters of 2); and a
-// grouped-query key projection (17 x 1024 x 4096: 32 rows, clusters of 4).
+// distributed shared memory. The plans on 132 SMs (plan_staged, tests/unit/test_skinny_plan.cpp,
+// where every cluster fits): 64 x 4096 x 4096 at 256 rows in clusters of 8; 64 x 11008 x 4096 and
+// 32 x 11008 x 4096 at 256 in clusters of 3; 64 x 32000 x 4096 at 256 unsplit; N not a multiple of
+// the tile and K not of the runs (64 x 4000 x 4104: 128 rows in clusters of 4, the last block's run
+// ending in part of a stage); four operands of A (32 x 4096 x 4096: 256 rows, clusters of 8); a
+// forced height (48 rows of A at 64 rows of W: clusters of 2); a grouped-query key projection
+// (17 x 1024 x 4096: 32 rows, clusters of 4).
 TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
   struct Case {
     std::string rows, shape, dtype;
   };
   for (const auto& [rows, shape, dtype] : std::vector<Case>{{"1", "64x4096x4096:b_nk=1", "fp16"},
+                                                            {"1", "64x11008x4096:b_nk=1", "bf16"},
+                                                            {"1", "32x11008x4096:b_nk=1", "fp16"},
+                                                            {"1", "64x32000x4096:b_nk=1", "fp16"},
                                                             {"1", "64x4000x4104:b_nk=1", "bf16"},
                                                             {"1", "32x4096x4096:b_nk=1", "bf16"},
                                                             {"64", "48x4096x4096:b_nk=1", "fp16"},

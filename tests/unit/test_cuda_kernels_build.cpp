@@ -88,7 +88,8 @@ TEST(CudaKernels, ComputeStartersBuildForAmpereAndRefuseSm90WithoutItsFeatures) 
 // lazy rescaling (the running maximum moves only by more than 8) and its grid of one block per
 // query tile (or causal pair) instead of one per SM; its non-causal key tiles of 176 keys; matmul's skinny
 // path on the tensor cores in registers up to 64 rows of A (eight 8-column operands; the default
-// takes 17 rows and more through shared memory, SKINNY_STAGED).
+// takes 17 rows and more through shared memory, SKINNY_STAGED); its split of K over a cluster's
+// blocks with 256-row tiles among the heights (SKINNY_CLUSTER).
 TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
                                {{"LAZY_RESCALE", "1"}, {"PERSISTENT", "0"}});
@@ -96,6 +97,8 @@ TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
                                {{"KEYS", "176"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
                                {{"SKINNY_MAX_M", "64"}, {"SKINNY_STAGED", "0"}});
+  expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
+                               {{"SKINNY_CLUSTER", "1"}});
 }
 
 }  // namespace
