@@ -200,8 +200,8 @@ int launch_split(Kernel<T> kernel, const GemmProblem<T, 1>& p, T* c, int64_t ldc
   return with_split_workspace<T>(s.count, slice, p.n, p.m, p.n, c, ldc, stream, run);
 }
 
-// The shared-memory form at one height (32, 64 or 128 rows of W per block) for NT operands of A:
-// its ring (as deep as about 200 KB allows, up to 8 stages), shared memory and kernel.
+// The shared-memory form at one height (32, 64, 128 or 256 rows of W per block) for NT operands
+// of A: its ring (as deep as about 200 KB allows, up to 8 stages), shared memory and kernel.
 template <typename T, int NT, int G, int WR>
 struct StagedForm {
   using S = StagedLayout<NT, G, WR>;
@@ -213,8 +213,9 @@ struct StagedForm {
   // How many clusters of `cluster` blocks (1 x cluster x 1) the device runs at once; read once per
   // cluster size (for the first device asked: the clusters that fit are the same on GPUs of a kind).
   static int clusters_that_fit(int cluster) {
-    static std::atomic<int> known[4] = {};  // cluster 1, 2, 4, 8: the count + 1, 0 until read
-    std::atomic<int>& slot = known[cluster == 1 ? 0 : cluster == 2 ? 1 : cluster == 4 ? 2 : 3];
+    static std::atomic<int> known[kMaxClusterBlocks + 1] = {};  // by size: the count + 1, 0 until read
+    if (cluster < 1 || cluster > kMaxClusterBlocks) return 0;
+    std::atomic<int>& slot = known[cluster];
     if (slot.load() == 0) {
       int count = 0;
       if (allow_shared_memory(kernel, kSmemBytes)) {
