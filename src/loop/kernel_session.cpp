@@ -388,7 +388,7 @@ std::string KernelSession::commit_message(int experiment, const Proposal& propos
 void KernelSession::record(const Measuring& measuring, const ExperimentResult& result, int worker) {
   const Pending& pending = measuring.pending;
   const Proposal& proposal = pending.proposal;
-  const std::string decision = decision_of(measuring, result);
+  const auto [decision, why] = decision_of(measuring, result);
   const int experiment = state_.experiments + 1;
   std::string commit;
   const bool keeps = decision == "kept" || decision == "baseline";
@@ -410,8 +410,13 @@ void KernelSession::record(const Measuring& measuring, const ExperimentResult& r
   last_report_ = nlohmann::json(result).dump(1);
 
   const double elapsed = clock_.now();
+  ExperimentResult shown = result;  // a keep its confirmation overturned gives the reason
+  if (!why.empty()) {
+    shown.reason = why;
+    if (env_.on_note) env_.on_note(config_of(measuring) + ": " + why);
+  }
   ResultRow row("optimize", kernel_.file, to_string(proposal.config), state_.device, &options_.request,
-                &result);
+                &shown);
   row.experiment = experiment;
   row.name = kernel_.name;
   row.decision = decision;

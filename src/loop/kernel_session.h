@@ -132,7 +132,11 @@ class KernelSession {
   bool confirming(uint64_t seq, Measuring& head);
   std::optional<Config> best_config() const;
   std::optional<std::filesystem::path> best_module();
-  std::string decision_of(const Measuring& measuring, const ExperimentResult& result) const;
+  struct Decision {
+    std::string decision;  // baseline, kept, reverted, failed
+    std::string why;       // for a keep its confirmation overturned: the reason its row gives
+  };
+  Decision decision_of(const Measuring& measuring, const ExperimentResult& result) const;
   void record(const Measuring& measuring, const ExperimentResult& result, int worker);
   std::string config_of(const Measuring& measuring) const;
   void start_build(Pending& pending);

@@ -1,6 +1,9 @@
 // KernelSession's confirmation of a would-be keep: the best it would replace and the candidate
 // timed again, one after the other, on the worker that measured the candidate, and the decision
 // taken on those figures too (kernel_session.cpp records it).
+#include <iomanip>
+#include <sstream>
+
 #include "loop/decision.h"
 #include "loop/kernel_session.h"
 
@@ -39,18 +42,30 @@ std::optional<std::filesystem::path> KernelSession::best_module() {
 
 // decide(), and for a keep timed again beside the best: kept only if both the candidate's figures
 // beat the best's new one as decide() asks of them (a failed or lost second run keeps nothing).
-std::string KernelSession::decision_of(const Measuring& measuring, const ExperimentResult& result) const {
+// A keep so overturned says why, for its row.
+KernelSession::Decision KernelSession::decision_of(const Measuring& measuring,
+                                                   const ExperimentResult& result) const {
   const double min_gain = state_.settings.min_gain;
   const std::string decision = decide(kernel_, result, min_gain);
-  if (decision != "kept" || !measuring.best_again) return decision;
-  if (!measuring.best_again->passed() || !measuring.again || !measuring.again->passed()) return "reverted";
+  if (decision != "kept" || !measuring.best_again) return {decision, ""};
+  const auto failed = [](const char* whose, const ExperimentResult& run) {
+    return std::string("not confirmed: ") + whose + " second run ended " + to_string(run.status) +
+           (run.reason.empty() ? "" : " (" + run.reason + ")");
+  };
+  if (!measuring.best_again->passed()) return {"reverted", failed("the best's", *measuring.best_again)};
+  if (!measuring.again) return {"reverted", "not confirmed: its second run did not come back"};
+  if (!measuring.again->passed()) return {"reverted", failed("its", *measuring.again)};
   KernelState now = kernel_;
   now.best_us = measuring.best_again->timing.median_us;
   now.best_noise = measuring.best_again->timing.noise;
   now.best_spread = measuring.best_again->timing.spread;
-  const bool holds =
-      decide(now, result, min_gain) == "kept" && decide(now, *measuring.again, min_gain) == "kept";
-  return holds ? "kept" : "reverted";
+  if (decide(now, result, min_gain) == "kept" && decide(now, *measuring.again, min_gain) == "kept")
+    return {"kept", ""};
+  std::ostringstream why;
+  why << std::fixed << std::setprecision(2) << "not confirmed beside the best: the best again " << now.best_us
+      << " us, this " << result.timing.median_us << " us and again " << measuring.again->timing.median_us
+      << " us";
+  return {"reverted", why.str()};
 }
 
 }  // namespace ak

@@ -115,7 +115,7 @@ TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
 // A machine that reads every measurement 3% faster than the one before: configurations that run
 // alike (all but MODE=4, twice as fast) would each read faster than the best recorded before them.
 // A would-be keep is timed again beside the best, which reads faster still: only MODE=4's real gain
-// survives, and each confirmation's figures are in its row.
+// survives, and each confirmation's figures are in its row, with the reason of each it overturned.
 TEST(Executor, AKeepIsConfirmedBesideTheBestTimedAgainSoDriftKeepsNothing) {
   auto measurements = std::make_shared<std::atomic<int>>(0);
   ScriptedExecutor executor(1, [measurements](const std::string& module, int) {
@@ -136,6 +136,12 @@ TEST(Executor, AKeepIsConfirmedBesideTheBestTimedAgainSoDriftKeepsNothing) {
     if (std::stod(row.at("best_again_us")) > 0) {
       ++confirmed;
       EXPECT_GT(std::stod(row.at("again_us")), 0) << row.at("config");
+      // An overturned keep says why, with the figures; a confirmed one has nothing to explain.
+      if (row.at("decision") == "reverted")
+        EXPECT_EQ(row.at("reason").rfind("not confirmed beside the best: the best again ", 0), 0u)
+            << row.at("reason");
+      else
+        EXPECT_EQ(row.at("reason"), "") << row.at("config");
     }
   }
   EXPECT_EQ(kept, 1);
