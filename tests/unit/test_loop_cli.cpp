@@ -130,10 +130,11 @@ TEST(LoopCli, AgentEditsAreCheckedKeptOrRevertedAndHangsTimeOut) {
   const auto run = test::run_cli(args, 600);
   ASSERT_TRUE(run.ok()) << run.output;
   const auto rows = read_results(ws / kResultsFile);
-  std::string log;  // each row's outcome, for a failure's message
+  std::string log;  // each row's outcome and time, and the agent's calls, for a failure's message
   for (const auto& r : rows)
-    for (const char* column : {"status", "stage", "decision", "reason"})
+    for (const char* column : {"status", "stage", "decision", "median_us", "reason"})
       log += (r.contains(column) ? r.at(column) : "?") + (std::string(column) == "reason" ? "\n" : " ");
+  log += "agent calls: " + (std::filesystem::exists(counter) ? read_text_file(counter) : "none") + "\n";
   ASSERT_GE(rows.size(), 6u) << log << run.output;
   EXPECT_EQ(rows[0].at("decision"), "baseline") << log;
   EXPECT_EQ(rows[1].at("status"), "COMPILE_ERROR");  // the broken file
