@@ -97,10 +97,10 @@ for name in ("one", "all"):
     rates[name] = 3600 * len(half) / (end / 2)
     print(f"{name:4s}: {len(rows)} experiments ({passed} PASS) in {end:.0f} s = {3600 * len(rows) / end:.0f}/h; "
           f"second half {rates[name]:.0f}/h; per worker: {per}")
-    confirms = [r for r in rows if r.get("first_worker")]
+    confirms = [r for r in rows if float(r.get("best_again_us") or 0) > 0]
     for r in confirms:
-        print(f"      keep re-measured: {r['name']} {r['config']} {r['first_us']} us on {r['first_worker']} -> "
-              f"{r['median_us']} us on {r['worker']}")
+        print(f"      keep timed again beside the best on {r['worker']}: {r['name']} {r['config']} "
+              f"{r['median_us']} / {r['again_us']} us against {r['best_again_us']}: {r['decision']}")
 if "one" in rates and "all" in rates and rates["one"] > 0:
     print(f"scaling (second halves): {rates['all'] / rates['one']:.2f}x with {gpus} GPUs = "
           f"{rates['all'] / (gpus * rates['one']):.2f} of linear (target >= 0.9)")

@@ -35,9 +35,6 @@ struct ResultRow {
   std::string commit;    // the commit a kept experiment made
   double elapsed_s = 0;  // seconds since the run started, when the experiment finished
   std::string worker;    // the worker that measured the row's figure ("gpu1", "node-b/gpu0")
-  // A keep measured first on another worker and re-measured on the best's: the first figure.
-  std::string first_worker;
-  double first_us = 0;
   // A would-be keep timed again beside the best, on the same worker: the best's new figure, then
   // the candidate's second (0 when there was none).
   double best_again_us = 0;

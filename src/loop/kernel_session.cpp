@@ -228,13 +228,6 @@ uint64_t KernelSession::measure(uint64_t seq, int worker, int not_worker,
   return ticket;
 }
 
-int KernelSession::worker_index(const std::string& name) const {
-  const auto& workers = executor_.workers();
-  for (size_t w = 0; w < workers.size(); ++w)
-    if (workers[w].name == name) return static_cast<int>(w);
-  return -1;
-}
-
 std::string KernelSession::config_of(const Measuring& measuring) const {
   const Config& config = measuring.pending.proposal.config;
   return config.empty() ? std::string("(defaults)") : to_string(config);
@@ -284,27 +277,11 @@ void KernelSession::finish(MeasureDone done) {
 
 // Results are decided and recorded in the order their candidates were proposed, whichever worker
 // finishes first: the same decisions as one worker would make, and experiments numbered in
-// proposal order. A result that would be kept, measured on another worker than the kernel's
-// best, is measured again on the best's worker first, and decided by that figure.
+// proposal order. A result that would be kept is first timed again beside the best, on its own
+// worker (confirming): a worker that reads everything faster keeps nothing by it.
 void KernelSession::record_in_order() {
   while (!in_order_.empty() && in_order_.begin()->second.result) {
     Measuring& head = in_order_.begin()->second;
-    const int best_worker = worker_index(kernel_.best_worker);
-    if (!head.first && head.worker >= 0 && best_worker >= 0 && head.worker != best_worker &&
-        decide(kernel_, *head.result, state_.settings.min_gain) == "kept") {
-      if (env_.on_note)
-        env_.on_note(config_of(head) + " " + format("%.2f", head.result->timing.median_us) + " us on " +
-                     executor_.workers()[static_cast<size_t>(head.worker)].name + ": measuring it again on " +
-                     kernel_.best_worker + ", where the best was measured");
-      head.first = std::move(head.result);
-      head.first_worker = head.worker;
-      head.result.reset();
-      // A measurement of its own, with its own second chance: the best's worker may be the one
-      // that lost this candidate's first run, and still restarting.
-      head.retried = false;
-      measure(in_order_.begin()->first, best_worker);
-      return;
-    }
     if (confirming(in_order_.begin()->first, head)) return;
     record(head, *head.result, head.worker);
     in_order_.erase(in_order_.begin());
@@ -422,13 +399,7 @@ void KernelSession::record(const Measuring& measuring, const ExperimentResult& r
   row.decision = decision;
   row.commit = commit;
   row.elapsed_s = elapsed;
-  const auto& workers = executor_.workers();
-  const auto name_of = [&](int w) { return w >= 0 ? workers[static_cast<size_t>(w)].name : std::string(); };
-  row.worker = name_of(worker);
-  if (measuring.first) {
-    row.first_worker = name_of(measuring.first_worker);
-    row.first_us = measuring.first->timing.median_us;
-  }
+  if (worker >= 0) row.worker = executor_.workers()[static_cast<size_t>(worker)].name;
   if (measuring.best_again) row.best_again_us = measuring.best_again->timing.median_us;
   if (measuring.again) row.again_us = measuring.again->timing.median_us;
   append_result(env_.workspace / kResultsFile, row);

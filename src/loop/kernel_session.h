@@ -107,9 +107,6 @@ class KernelSession {
     std::optional<ExperimentResult> result;  // set once known, recorded in proposal order
     int worker = -1;                         // the worker that measured `result`
     bool retried = false;                    // a LOST measurement gets one more worker
-    // A keep measured on another worker than the best's, measured again on the best's: the first.
-    std::optional<ExperimentResult> first;
-    int first_worker = -1;
     // A would-be keep timed again beside the best it would replace, on the same worker: the best
     // once more, then this candidate once more (confirming).
     std::optional<ExperimentResult> best_again, again;
@@ -141,7 +138,6 @@ class KernelSession {
   std::string config_of(const Measuring& measuring) const;
   void start_build(Pending& pending);
   void take_starter_build(Pending& baseline);
-  int worker_index(const std::string& name) const;
   std::string commit_message(int experiment, const Proposal& proposal, const ExperimentResult& result,
                              const std::string& decision) const;
 

@@ -1,5 +1,5 @@
 // The loop's executor (src/loop/executor.h) and the driver's use of several workers: which job
-// runs where, a keep re-measured on the GPU of the best it beats and confirmed beside it, a lost
+// runs where, a keep confirmed beside the best on its own worker, a lost
 // measurement run again, and the split of cores between measuring and compiling. The driver runs
 // for real (git, results.tsv, run.json) over a scripted executor whose workers answer with set
 // times (scripted_executor.h).
@@ -74,10 +74,10 @@ TEST(Executor, JobsForAWorkerWaitForItAndTheRestGoToAnyFreeOne) {
   EXPECT_TRUE(slow.next(std::chrono::seconds(10)));
 }
 
-// The starter (no definitions) takes 100 us everywhere; MODE=4 takes 50 us on w0 and reads 10%
-// faster on w1, which also flatters everything else it measures by 10%. Each time that
-// candidate's turn comes on w1, its keep is decided by a second measurement on w0.
-TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
+// The starter (no definitions) takes 100 us everywhere; MODE=4 takes 50 us on w0, and w1 reads
+// everything 10% faster. Every would-be keep is timed again beside the best on its own worker, so
+// w1's flattery keeps nothing by itself: only MODE=4 is kept, once, at its own worker's figure.
+TEST(Executor, AWorkerThatReadsEverythingFasterKeepsNothingByIt) {
   ScriptedExecutor executor(2, [](const std::string& module, int worker) {
     const double base = module.find("MODE=4") != std::string::npos ? 50.0 : 100.0;
     return worker == 1 ? 0.9 * base : base;
@@ -90,24 +90,24 @@ TEST(Executor, AKeepMeasuredOnAnotherWorkerIsDecidedOnTheBestsWorker) {
   const auto rows = read_results(run.ws / kResultsFile);
   ASSERT_EQ(rows.size(), 10u);
   ASSERT_EQ(rows[0].at("decision"), "baseline");
-  const std::string best_worker = rows[0].at("worker");
   int kept = 0;
+  std::string kept_on;
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
     EXPECT_EQ(row.at("experiment"), std::to_string(i + 1));
     EXPECT_FALSE(row.at("worker").empty());
     if (row.at("decision") != "kept") continue;
     ++kept;
-    // Kept at its time on the baseline's worker; where it was first seen elsewhere, both figures.
-    EXPECT_EQ(row.at("worker"), best_worker) << row.at("config");
-    EXPECT_DOUBLE_EQ(std::stod(row.at("median_us")), best_worker == "w1" ? 45.0 : 50.0);
-    if (!row.at("first_worker").empty()) {
-      EXPECT_NE(row.at("first_worker"), best_worker);
-      EXPECT_DOUBLE_EQ(std::stod(row.at("first_us")), best_worker == "w1" ? 50.0 : 45.0);
-    }
+    kept_on = row.at("worker");
+    EXPECT_NE(row.at("config").find("MODE=4"), std::string::npos) << row.at("config") << " kept";
+    // Its own worker's figure, confirmed beside the best timed again there.
+    const bool fast = kept_on == "w1";
+    EXPECT_DOUBLE_EQ(std::stod(row.at("median_us")), fast ? 45.0 : 50.0);
+    EXPECT_DOUBLE_EQ(std::stod(row.at("best_again_us")), fast ? 90.0 : 100.0);
   }
-  EXPECT_GE(kept, 1);
-  EXPECT_EQ(run.state.kernels.at(0).best_worker, best_worker);
+  EXPECT_EQ(kept, 1);
+  EXPECT_EQ(run.state.kernels.at(0).best_worker, kept_on);
+  EXPECT_NE(run.state.kernels.at(0).best_config.find("MODE=4"), std::string::npos);
   EXPECT_GT(executor.jobs_per_worker[0], 0);
   EXPECT_GT(executor.jobs_per_worker[1], 0);
 }
@@ -232,10 +232,10 @@ TEST(Executor, ALostMeasurementIsRunAgainOnAnotherWorkerAndNeverPasses) {
 }
 
 // The baseline's worker loses everything after the baseline (an actor or node that died and
-// does not come back). MODE=1 is faster: its first run is lost, its retry on the other worker
-// would be kept, and its re-measurement on the best's worker is lost too. That gets a second
-// chance of its own: no row is LOST, and the keeps are confirmed on the worker that is left.
-TEST(Executor, AKeepWhoseRemeasurementIsLostIsMeasuredOnAWorkerThatIsLeft) {
+// does not come back). Each higher MODE is faster: their first runs there are lost and run again on
+// the other worker, where they would be kept; each is confirmed there, beside the best timed again
+// on the same worker (never on the lost one, which may be restarting). No row is LOST.
+TEST(Executor, AKeepWhoseFirstRunIsLostIsConfirmedOnTheWorkerThatIsLeft) {
   ScriptedExecutor executor(2, [](const std::string& module, int) {
     const auto mode = module.find("MODE=");
     return 100.0 - 15.0 * (mode == std::string::npos ? 0 : module[mode + 5] - '0');
