@@ -220,7 +220,7 @@ struct StagedForm {
       int count = 0;
       if (allow_shared_memory(kernel, kSmemBytes)) {
         cudaLaunchAttribute attribute[1];
-        cudaLaunchConfig_t config = cluster_launch(dim3(1, cluster), kSmemBytes, nullptr, attribute);
+        cudaLaunchConfig_t config = cluster_launch(dim3(1, cluster), nullptr, attribute);
         if (cudaOccupancyMaxActiveClusters(&count, kernel, &config) != cudaSuccess) {
           (void)cudaGetLastError();  // not sticky: the call only asked
           count = 0;
@@ -232,12 +232,12 @@ struct StagedForm {
   }
 
   // A launch config of `grid` blocks in clusters of grid.y (K's splits of one tile of W).
-  static cudaLaunchConfig_t cluster_launch(dim3 grid, int smem, cudaStream_t stream,
+  static cudaLaunchConfig_t cluster_launch(dim3 grid, cudaStream_t stream,
                                            cudaLaunchAttribute (&attribute)[1]) {
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
     config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(smem);
+    config.dynamicSmemBytes = static_cast<size_t>(kSmemBytes);
     config.stream = stream;
     attribute[0].id = cudaLaunchAttributeClusterDimension;
     attribute[0].val.clusterDim.x = 1;
@@ -293,7 +293,7 @@ int launch_cluster_split(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStre
     const dim3 grid(static_cast<unsigned>((p.n + plan.rows - 1) / plan.rows),
                     static_cast<unsigned>(plan.cluster));
     cudaLaunchAttribute attribute[1];
-    const cudaLaunchConfig_t config = Form::cluster_launch(grid, Form::kSmemBytes, stream, attribute);
+    const cudaLaunchConfig_t config = Form::cluster_launch(grid, stream, attribute);
     const cudaError_t rc = cudaLaunchKernelEx(&config, Form::kernel, p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k,
                                               plan.chunk, c, ldc, static_cast<float*>(nullptr));
     if (rc == cudaSuccess) return AK_OK;
