@@ -30,7 +30,9 @@ constexpr int kMaxClusterBlocks = 8;  // a portable cluster
 // block read A fewer times; a cluster's split shortens each block's run of K. A block's run keeps
 // at least a ring's worth of stages. That model is within 6% of the H200's times where both exist
 // (64 x 4096 x 4096 at 32 rows: 19.7 modelled, 18.6 measured; 64 x 11008 x 4096 at 128 rows: 39.3,
-// 40.3; 32 x 11008 x 4096 at 128 rows: 32.8, 31.3 us).
+// 40.3; 32 x 11008 x 4096 at 128 rows: 32.8, 31.3 us), but the plans it picks were no faster
+// on the H200 (docs/benchmarks.md, twenty-eighth session): the bound there is the warps' issue,
+// so SKINNY_CLUSTER stays off by default and this plan is only what it means when searched.
 //   fits(rows, cluster): how many clusters of that many blocks the device runs at once
 template <class Fits>
 StagedPlan plan_staged(int64_t n, int64_t k, int a_rows, int64_t sms, int stage_k, int forced_rows,

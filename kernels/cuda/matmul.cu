@@ -106,10 +106,12 @@
 //                     cluster (Hopper; up to 8 blocks sharing one tile of W), their sums added
 //                     through distributed shared memory in block order (no workspace, no second
 //                     kernel), at the height (32 to 256 rows of W) and cluster size that bring the
-//                     fewest bytes into each block with every block in one wave (skinny_plan.h):
-//                     64 x 4096 x 4096 takes 256 rows in clusters of 8, 64 x 11008 x 4096 256 rows
-//                     in clusters of 3. 0 (the default until timed on a GPU): as above. Searched
-//                     where the shared-memory form may take the call, with the default tiles.
+//                     fewest bytes into each block with every block in one wave (skinny_plan.h).
+//                     0 (the default): timed on the H200 it won nowhere (64 x 4096 x 4096: 18.9
+//                     against 18.4 us; 64 x 11008 x 4096: 46.8 against 39.4; forced heights no
+//                     better), since what bounds these shapes is the warps' issue, not an SM's
+//                     intake (docs/benchmarks.md, twenty-eighth session). Searched where the
+//                     shared-memory form may take the call, with the default tiles.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.

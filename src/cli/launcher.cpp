@@ -19,9 +19,9 @@ Command launcher_command() {
                 ->required();
             app.add_option("--arena-bytes", options->arena_bytes, "its size")->required();
             return [options, backend] {
-              // A module of PTX alone (--arch compute_80) is compiled by the driver as it loads,
-              // inside the sandbox, which forbids writing the driver's cache of such compiles:
-              // read before the driver starts, this keeps the driver from trying.
+              // A module of PTX alone (--arch compute_80) is compiled by the driver at its first
+              // launch, inside the sandbox, which forbids writing the driver's cache of such
+              // compiles: read before the driver starts, this keeps the driver from trying.
               ::setenv("CUDA_CACHE_DISABLE", "1", 1);
               options->backend = parse_backend(*backend);
               return serve_launches(*options);

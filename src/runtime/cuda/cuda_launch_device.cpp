@@ -31,9 +31,10 @@ class CudaLaunchDevice final : public LaunchDevice {
   // The gate kernel's module loads now (a first launch while held would wait on itself), one hold
   // and release runs through every call the checks make, and each kind of allocation a kernel may
   // make is made once: the driver opens what it needs for them (the stream-ordered pool, pinned
-  // and managed memory) now, while the sandbox still lets it open files.
+  // and managed memory, its PTX compiler) now, while the sandbox still lets it open files.
   void prepare_for_sandbox() override {
     AK_CUDA_CHECK(cuda::preload_device_kernels());
+    AK_CUDA_CHECK(cuda::warm_ptx_compiler());
     hold_stream();
     release_stream();
     synchronize();

@@ -57,5 +57,9 @@ cudaError_t launch_gather(cudaStream_t stream, const GatherSpan* spans, size_t c
 cudaError_t preload_device_kernels();
 // The same for any kernels of this process (cudaFuncGetAttributes loads one lazy loading has not).
 cudaError_t preload_kernels(std::initializer_list<const void*> kernels);
+// Has the driver compile a kernel of PTX once, so that its compiler library is open before the
+// sandbox: a module of PTX alone (--arch compute_80) is compiled at its first launch, and the
+// driver opens that library then, which the sandbox's run phase forbids.
+cudaError_t warm_ptx_compiler();
 
 }  // namespace ak::cuda
