@@ -28,9 +28,9 @@
 
 // wgmma's accumulator operands, each list the previous one extended (string literals and
 // operand lists concatenate).
-#define AK_WGMMA_REGS_32                                                                                 \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define AK_WGMMA_REGS_16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define AK_WGMMA_REGS_32 \
+  AK_WGMMA_REGS_16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define AK_WGMMA_REGS_64                                                                              \
   AK_WGMMA_REGS_32                                                                                    \
   ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, " \
@@ -44,12 +44,13 @@
   ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
   "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
-#define AK_WGMMA_OUTS_32(d)                                                                                 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),           \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),            \
-      "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),            \
-      "+f"(d[30]), "+f"(d[31])
+#define AK_WGMMA_OUTS_16(d)                                                                       \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define AK_WGMMA_OUTS_32(d)                                                                          \
+  AK_WGMMA_OUTS_16(d), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),     \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define AK_WGMMA_OUTS_64(d)                                                                          \
   AK_WGMMA_OUTS_32(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), \
       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),     \
@@ -228,7 +229,12 @@ __device__ __forceinline__ void fence_register(float& v) {
 template <typename T, int N, bool TransB>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b) {
   constexpr bool kHalf = std::is_same_v<T, __half>;
-  if constexpr (N == 64) {
+  if constexpr (N == 32) {
+    if constexpr (kHalf && TransB) AK_WGMMA(32, 16, 16, 17, 18, "f16", 1);
+    if constexpr (kHalf && !TransB) AK_WGMMA(32, 16, 16, 17, 18, "f16", 0);
+    if constexpr (!kHalf && TransB) AK_WGMMA(32, 16, 16, 17, 18, "bf16", 1);
+    if constexpr (!kHalf && !TransB) AK_WGMMA(32, 16, 16, 17, 18, "bf16", 0);
+  } else if constexpr (N == 64) {
     if constexpr (kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 1);
@@ -249,7 +255,7 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
     if constexpr (!kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 1);
     if constexpr (!kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 0);
   } else {
-    static_assert(N == 256, "wgmma tiles of 64, 128, 176, 192 or 256 columns");
+    static_assert(N == 256, "wgmma tiles of 32, 64, 128, 176, 192 or 256 columns");
     if constexpr (kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 1);
     if constexpr (kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 0);
     if constexpr (!kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 1);

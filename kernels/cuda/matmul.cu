@@ -112,6 +112,15 @@
 //                     better), since what bounds these shapes is the warps' issue, not an SM's
 //                     intake (docs/benchmarks.md, twenty-eighth session). Searched where the
 //                     shared-memory form may take the call, with the default tiles.
+//   SKINNY_WGMMA      1 (the default): with B as [N, K], the call goes first to the wgmma form
+//                     (cuda_gemm_skinny_wgmma.cuh: A's 64 rows against tiles of 32 or 64 rows of
+//                     W, TMA into a ring of about 192 KB) where the H200 measured it faster: 49 to
+//                     64 rows of A, its tiles between half a wave and one and a half, no K split
+//                     (launch_skinny_wgmma); SKINNY = 1 and SKINNY_CLUSTER = 0 leave the form to
+//                     it. 32 or 64 force that width from 17 rows, split-K as SPLIT_K says; 0
+//                     never. 64 x 4096 x 4096 16.3 against 18.5 us, 64 x 8192 x 4096 23.1 against
+//                     27.1, 64 x 11008 x 4096 36.2 against 39.6 (cuBLAS 14.6, 21.7, 27.4).
+//                     Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -153,6 +162,7 @@
 #include "autokernel/cuda_gemm_fp32.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_skinny.cuh"
+#include "autokernel/cuda_gemm_skinny_wgmma.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 #include "autokernel/cuda_gemm_tf32x3.cuh"
 
@@ -197,6 +207,9 @@
 #endif
 #ifndef SKINNY_STAGED
 #define SKINNY_STAGED 1
+#endif
+#ifndef SKINNY_WGMMA
+#define SKINNY_WGMMA 1
 #endif
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 0
@@ -275,6 +288,15 @@ int launch(const ak_call* call) {
     else
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
+    // A forced height (SKINNY > 1) or the cluster split asks for the shared-memory form.
+    if constexpr (SKINNY != 0 && L == BLayout::NK &&
+                  (SKINNY_WGMMA > 1 || (SKINNY_WGMMA == 1 && SKINNY == 1 && SKINNY_CLUSTER == 0))) {
+      const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
+                                      : skinny_wgmma::launch_skinny_wgmma(
+                                            p, make_store(static_cast<T*>(c.data), c.strides[0], m, n),
+                                            stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA);
+      if (rc != AK_ERR_UNSUPPORTED) return rc;
+    }
     if constexpr (SKINNY != 0) {
       const int rc = skinny::launch_skinny_gemm<T, L, SKINNY_CLUSTER != 0>(
           p, static_cast<T*>(c.data), c.strides[0], stream, SPLIT_K,

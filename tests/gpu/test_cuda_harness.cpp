@@ -214,6 +214,24 @@ TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
                               "matmul", {{shape, dtype}});
 }
 
+// The wgmma form of the skinny products (SKINNY_WGMMA, cuda_gemm_skinny_wgmma.cuh), both tile
+// widths: one wave of tiles (64 x 4096 x 4096), several (64 x 11008 x 4096, persistent), split-K
+// chosen (17 x 1024 x 4096: 32 tiles) and forced (SPLIT_K = 4), M short of A's 64-row box (TMA
+// reads zeros past it), N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104).
+TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
+  struct Case {
+    std::string defines, shape, dtype;
+  };
+  for (const auto& [defines, shape, dtype] :
+       std::vector<Case>{{"#define SKINNY_WGMMA 32", "64x4096x4096:b_nk=1", "fp16"},
+                         {"#define SKINNY_WGMMA 64", "64x4096x4096:b_nk=1", "bf16"},
+                         {"#define SKINNY_WGMMA 32", "64x11008x4096:b_nk=1", "bf16"},
+                         {"#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"},
+                         {"#define SKINNY_WGMMA 64\n#define SPLIT_K 4", "33x4096x4096:b_nk=1", "fp16"},
+                         {"#define SKINNY_WGMMA 32", "48x4000x4104:b_nk=1", "bf16"}})
+    expect_every_stage_passes(starter_with("matmul", defines), "matmul", {{shape, dtype}});
+}
+
 // The compute-bound starters built for an Ampere (--arch compute_80: that target's PTX, compiled
 // by the driver for this GPU on load). Their Hopper kernels (wgmma, TMA, clusters) are traps in such
 // a build, so a PASS says every call went to the code an A100 or an RTX 40 runs: matmul's mma tiles,

@@ -181,13 +181,15 @@ cudaError_t warm_ptx_compiler() {
   static const char kProbe[] =
       ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry ak_ptx_probe()\n{\n\tret;\n}\n";
   cudaLibrary_t library = nullptr;
-  if (const cudaError_t status = cudaLibraryLoadData(&library, kProbe, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (const cudaError_t status =
+          cudaLibraryLoadData(&library, kProbe, nullptr, nullptr, 0, nullptr, nullptr, 0);
       status != cudaSuccess)
     return status;
   cudaKernel_t kernel = nullptr;
   cudaError_t status = cudaLibraryGetKernel(&kernel, library, "ak_ptx_probe");
   cudaFuncAttributes attributes;
-  if (status == cudaSuccess) status = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
+  if (status == cudaSuccess)
+    status = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
   const cudaError_t unloaded = cudaLibraryUnload(library);
   return status != cudaSuccess ? status : unloaded;
 }
