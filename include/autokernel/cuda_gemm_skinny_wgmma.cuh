@@ -20,8 +20,6 @@
 // BN = 32, 16 KB at 64; 16 and 12 stages, about 192 KB). launch_skinny_wgmma picks the width.
 #pragma once
 
-#include <limits.h>
-
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -42,12 +40,8 @@ struct Layout {
   static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
 };
 
-struct Grid {
-  sm90::WorkPlan plan;
-  float* partials;  // with splits > 1: split s's sums at partials + s * slice, rows of ldw floats
-  int64_t slice, ldw;
-  int m, n;
-};
+// The grid's work and split-K workspace: sm90::WgmmaGrid, with one row of tiles (staged unused).
+using Grid = sm90::WgmmaGrid;
 
 template <typename T, int BN, int Stages>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid& g, const StoreC<T>& store) {
@@ -131,7 +125,7 @@ int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stre
   if (!sm90::make_tensor_map(&map_a, p.a, p.m, p.k, p.lda, kRowsA) ||
       !sm90::make_tensor_map(&map_w, p.b[0], p.n, p.k, p.ldb, BN))
     return AK_ERR_UNSUPPORTED;
-  Grid g{{1, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, nullptr, 0, 0, p.m, p.n};
+  const Grid g{{1, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, 0, nullptr, 0, 0, p.m, p.n};
   const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
   const auto kernel = skinny_wgmma_kernel<T, BN, Stages>;
   if (sms <= 0 || !allow_shared_memory(kernel, S::kSmemBytes)) return AK_ERR_UNSUPPORTED;
@@ -140,23 +134,7 @@ int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stre
     kernel<<<blocks, kThreads, S::kSmemBytes, stream>>>(map_a, map_w, grid, store);
     return ak_cuda::check_launch();
   };
-  if (split_k != 1) {
-    const int64_t ldw = (static_cast<int64_t>(p.n) + 3) / 4 * 4, slice = ldw * p.m;
-    const int tiles = g.plan.tiles_n;
-    const Splits s =
-        choose_splits(g.plan.k_tiles, tiles, sms, sm90::kMinSplitKTiles, INT_MAX, 1, slice, split_k);
-    if (s.count > 1 && static_cast<int64_t>(tiles) * s.count <= INT_MAX) {
-      g.plan.splits = s.count;
-      g.plan.k_chunk = s.chunk;
-      return with_split_workspace(s.count, slice, ldw, p.m, p.n, store.c, store.ldc, stream, [&](float* w) {
-        g.partials = w;
-        g.slice = slice;
-        g.ldw = ldw;
-        return run(g);
-      });
-    }
-  }
-  return run(g);
+  return sm90::run_split_k(g, g.plan.tiles_n, sms, split_k, store.c, store.ldc, stream, run);
 }
 
 // width 32 or 64 forces that tile (any M from 17 to 64; split_k as launch's). 0 chooses, where

@@ -311,6 +311,30 @@ __global__ void __launch_bounds__(kThreads, 1)
 // cross memory twice.
 constexpr int kMinSplitKTiles = 4;
 
+// run(g) with g's K cut as split_k says (1: never; 0: where the tiles leave more than half the
+// SMs idle, choose_splits; n > 1: n, fewer when K is short or the workspace would pass
+// kMaxWorkspaceBytes): each split's sums into a float workspace, which sum_splits then adds in
+// split order and rounds into C (c, ldc).
+template <typename T, class Run>
+int run_split_k(WgmmaGrid g, int64_t tiles, int sms, int split_k, T* c, int64_t ldc, cudaStream_t stream,
+                Run&& run) {
+  if (split_k != 1) {
+    const int64_t ldw = (static_cast<int64_t>(g.n) + 3) / 4 * 4, slice = ldw * g.m;
+    const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
+    if (s.count > 1 && tiles * s.count <= INT_MAX) {
+      g.plan.splits = s.count;
+      g.plan.k_chunk = s.chunk;
+      return with_split_workspace(s.count, slice, ldw, g.m, g.n, c, ldc, stream, [&](float* w) {
+        g.partials = w;
+        g.slice = slice;
+        g.ldw = ldw;
+        return run(g);
+      });
+    }
+  }
+  return run(g);
+}
+
 // AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
 // Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
 // value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
@@ -348,22 +372,8 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], grid, epi);
     return ak_cuda::check_launch();
   };
-  if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>) {
-    if (split_k != 1) {
-      const int64_t ldw = (static_cast<int64_t>(p.n) + 3) / 4 * 4, slice = ldw * p.m;
-      const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
-      if (s.count > 1 && tiles * s.count <= INT_MAX) {
-        g.plan.splits = s.count;
-        g.plan.k_chunk = s.chunk;
-        return with_split_workspace(s.count, slice, ldw, p.m, p.n, epi.c, epi.ldc, stream, [&](float* w) {
-          g.partials = w;
-          g.slice = slice;
-          g.ldw = ldw;
-          return run(g);
-        });
-      }
-    }
-  }
+  if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
+    return run_split_k(g, tiles, sms, split_k, epi.c, epi.ldc, stream, run);
   return run(g);
 }
 
