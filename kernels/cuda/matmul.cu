@@ -116,11 +116,10 @@
 //                     (cuda_gemm_skinny_wgmma.cuh: A's 64 rows against tiles of 32 or 64 rows of
 //                     W, TMA into a ring of about 192 KB) where the H200 measured it faster: 49 to
 //                     64 rows of A, its tiles between half a wave and one and a half, no K split
-//                     (launch_skinny_wgmma); SKINNY = 1 and SKINNY_CLUSTER = 0 leave the form to
-//                     it. 32 or 64 force that width from 17 rows, split-K as SPLIT_K says; 0
-//                     never. 64 x 4096 x 4096 16.3 against 18.5 us, 64 x 8192 x 4096 23.1 against
-//                     27.1, 64 x 11008 x 4096 36.2 against 39.6 (cuBLAS 14.6, 21.7, 27.4).
-//                     Not a @tune.
+//                     (launch_skinny_wgmma), and SKINNY = 1, SKINNY_STAGED = 1, SKINNY_CLUSTER = 0.
+//                     32 or 64 force that width from 17 rows, split-K as SPLIT_K says; 0 never.
+//                     64 x 4096 x 4096 16.3 against 18.5 us, 64 x 8192 x 4096 23.1 against 27.1,
+//                     64 x 11008 x 4096 36.2 against 39.6 (cuBLAS 14.6, 21.7, 27.4). Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -288,9 +287,11 @@ int launch(const ak_call* call) {
     else
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
-    // A forced height (SKINNY > 1) or the cluster split asks for the shared-memory form.
+    // A forced height (SKINNY > 1) or the cluster split asks for the shared-memory form, and
+    // SKINNY_STAGED = 0 for the register form: those keep the call.
     if constexpr (SKINNY != 0 && L == BLayout::NK &&
-                  (SKINNY_WGMMA > 1 || (SKINNY_WGMMA == 1 && SKINNY == 1 && SKINNY_CLUSTER == 0))) {
+                  (SKINNY_WGMMA > 1 ||
+                   (SKINNY_WGMMA == 1 && SKINNY == 1 && SKINNY_CLUSTER == 0 && SKINNY_STAGED != 0))) {
       const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
                                       : skinny_wgmma::launch_skinny_wgmma(
                                             p, make_store(static_cast<T*>(c.data), c.strides[0], m, n),
