@@ -253,6 +253,8 @@ std::string ProcessResult::tail(size_t lines) const {
   }
   std::string joined;
   for (const auto& l : kept) joined += (joined.empty() ? "" : " | ") + l;
+  for (char& ch : joined)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == '\x7f') ch = ' ';
   return joined;
 }
 

@@ -38,8 +38,11 @@ struct ProcessResult {
   double seconds = 0;
 
   bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
-  std::string describe() const;          // "exit 1", "killed by SIGSEGV", "timed out after 5.0 s"
-  std::string tail(size_t lines) const;  // the last non-empty output lines, joined by " | "
+  std::string describe() const;  // "exit 1", "killed by SIGSEGV", "timed out after 5.0 s"
+  // The last non-empty output lines, joined by " | ", every other control character (a carriage
+  // return, a terminal's escape) made a space: what a process printed becomes one line of a
+  // reason, which a kernel's own output must not turn into lines of the judge's report.
+  std::string tail(size_t lines) const;
 };
 
 // Runs argv[0] (searched in PATH) with the given arguments. Throws Error(Io) only when the

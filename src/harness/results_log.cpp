@@ -15,10 +15,11 @@
 namespace ak {
 namespace {
 
-// Tabs and newlines inside a field would break the table.
+// Tabs and newlines inside a field would break the table, and a terminal's escapes would let a
+// field (an agent's words, a kernel's output) redraw the rows shown around it.
 std::string clean(std::string text) {
   for (char& ch : text)
-    if (ch == '\t' || ch == '\n' || ch == '\r') ch = ' ';
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == '\x7f') ch = ' ';
   return text;
 }
 

@@ -82,6 +82,18 @@ INSTANTIATE_TEST_SUITE_P(
       return name.substr(0, name.find('.'));
     });
 
+// A kernel's own output reaches the reason of its crash, and so the loop's progress lines and
+// results.tsv: there it stays on one line, without the carriage return or terminal escape that
+// would show a forged "kept" row where the crash is reported.
+TEST(CheatBattery, ItsOutputInAReasonForgesNoLineOfTheReport) {
+  const auto j = bench_cheat("forges_report_lines.cpp");
+  EXPECT_EQ(j.value("status", ""), "CRASH") << j.dump(2);
+  const std::string reason = j.value("reason", "");
+  EXPECT_NE(reason.find("the kernel's process ended"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("kept      (defaults)  PASS"), std::string::npos) << reason;  // its output is there
+  EXPECT_EQ(reason.find_first_of("\r\n\x1b"), std::string::npos) << j.dump(2);
+}
+
 // The battery hides from the source lint on purpose: what stops these kernels is the judge and
 // the sandbox, and the lint stays a tripwire.
 TEST(CheatBattery, PassesTheLint) {

@@ -23,6 +23,8 @@ TEST(Subprocess, ReportsExitCodeSignalAndOutput) {
   EXPECT_FALSE(exited.ok());
   EXPECT_EQ(exited.describe(), "exit 7");
   EXPECT_EQ(exited.tail(2), "one | two");
+  // A carriage return or a terminal escape cannot rewrite what is shown around the reason.
+  EXPECT_EQ(shell("printf 'shown\\r[ 2] kept\\033[2K\\n'").tail(1), "shown [ 2] kept [2K");
 
   const ProcessResult killed = shell("kill -TERM $$");
   EXPECT_EQ(killed.term_signal, SIGTERM);
