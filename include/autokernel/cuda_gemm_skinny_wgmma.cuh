@@ -24,7 +24,6 @@
 
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
-#include "autokernel/cuda_gemm_splits.cuh"
 #include "autokernel/cuda_sm90.cuh"
 
 namespace ak_gemm::skinny_wgmma {
@@ -46,14 +45,14 @@ using Grid = sm90::WgmmaGrid;
 template <typename T, int BN, int Stages>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid& g, const StoreC<T>& store) {
   using S = Layout<BN, Stages>;
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32) % 4;
+  const int lane = static_cast<int>(threadIdx.x % 32);
   const sm90::Ring ring{bars, Stages};
   int n_used = 0;  // ring positions consumed so far, over all items
   for (int item = static_cast<int>(blockIdx.x); item < g.plan.items(); item += static_cast<int>(gridDim.x)) {
     const sm90::WorkItem w = sm90::work_item(g.plan, item);
-    float acc[BN / 2];
+    float acc[1][BN / 2];  // sm90::store_direct's shape: one B matrix
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < BN / 2; ++i) acc[0][i] = 0.0f;
     int held = -1;  // the ring position the last committed group still reads
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++n_used) {
       sm90::mbar_wait(ring.full(n_used), ring.phase(n_used));
@@ -61,7 +60,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid
       sm90::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk)
-        sm90::wgmma<T, BN, false>(acc, sm90::smem_desc(a + kk * 32, 16, 1024),
+        sm90::wgmma<T, BN, false>(acc[0], sm90::smem_desc(a + kk * 32, 16, 1024),
                                   sm90::smem_desc(b + kk * 32, 16, 1024));
       sm90::wgmma_commit();
       sm90::wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
@@ -71,21 +70,13 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid
     sm90::wgmma_wait<0>();
     if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[i]);
-    // Accumulator layout (wgmma's D fragment): rows 16 warp + lane / 4 (+ 8), columns
-    // 8 j + 2 (lane % 4) + {0, 1} in acc[4 j + 2 half + {0, 1}].
-    const int row = warp * 16 + lane / 4, col0 = w.tile.n * BN + 2 * (lane % 4);
-    const StoreC<float> part{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true};
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float v0[1] = {acc[4 * j + 2 * half]}, v1[1] = {acc[4 * j + 2 * half + 1]};
-        if (g.plan.splits > 1)
-          part(row + 8 * half, col0 + 8 * j, v0, v1);
-        else
-          store(row + 8 * half, col0 + 8 * j, v0, v1);
-      }
+    for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[0][i]);
+    // The tile's rows are A's (tile.m = 0), as the wgmma GEMM's first consumer's.
+    if (g.plan.splits > 1)
+      sm90::store_direct<1, BN>(acc, w.tile, 0,
+                                StoreC<float>{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true});
+    else
+      sm90::store_direct<1, BN>(acc, w.tile, 0, store);
   }
 }
 
@@ -134,7 +125,7 @@ int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stre
     kernel<<<blocks, kThreads, S::kSmemBytes, stream>>>(map_a, map_w, grid, store);
     return ak_cuda::check_launch();
   };
-  return sm90::run_split_k(g, g.plan.tiles_n, sms, split_k, store.c, store.ldc, stream, run);
+  return sm90::run_split_k(g, sms, split_k, store.c, store.ldc, stream, run);
 }
 
 // width 32 or 64 forces that tile (any M from 17 to 64; split_k as launch's). 0 chooses, where

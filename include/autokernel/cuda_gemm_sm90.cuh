@@ -316,9 +316,9 @@ constexpr int kMinSplitKTiles = 4;
 // kMaxWorkspaceBytes): each split's sums into a float workspace, which sum_splits then adds in
 // split order and rounds into C (c, ldc).
 template <typename T, class Run>
-int run_split_k(WgmmaGrid g, int64_t tiles, int sms, int split_k, T* c, int64_t ldc, cudaStream_t stream,
-                Run&& run) {
+int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream_t stream, Run&& run) {
   if (split_k != 1) {
+    const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
     const int64_t ldw = (static_cast<int64_t>(g.n) + 3) / 4 * 4, slice = ldw * g.m;
     const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
     if (s.count > 1 && tiles * s.count <= INT_MAX) {
@@ -373,7 +373,7 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     return ak_cuda::check_launch();
   };
   if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
-    return run_split_k(g, tiles, sms, split_k, epi.c, epi.ldc, stream, run);
+    return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run);
   return run(g);
 }
 

@@ -287,6 +287,7 @@ int launch(const ak_call* call) {
     else
       return fp32::launch_matmul(p, static_cast<float*>(c.data), c.strides[0], SPLIT_K, stream);
   } else {
+    const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     // A forced height (SKINNY > 1) or the cluster split asks for the shared-memory form, and
     // SKINNY_STAGED = 0 for the register form: those keep the call.
     if constexpr (SKINNY != 0 && L == BLayout::NK &&
@@ -294,8 +295,7 @@ int launch(const ak_call* call) {
                    (SKINNY_WGMMA == 1 && SKINNY == 1 && SKINNY_CLUSTER == 0 && SKINNY_STAGED != 0))) {
       const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
                                       : skinny_wgmma::launch_skinny_wgmma(
-                                            p, make_store(static_cast<T*>(c.data), c.strides[0], m, n),
-                                            stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA);
+                                            p, store, stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     if constexpr (SKINNY != 0) {
@@ -304,7 +304,6 @@ int launch(const ak_call* call) {
           {SKINNY_SIMT_MAX_M, SKINNY_MAX_M, SKINNY_STAGED != 0, SKINNY > 1 ? SKINNY : 0});
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
-    const StoreC<T> store = make_store(static_cast<T*>(c.data), c.strides[0], m, n);
     if constexpr (WGMMA != 0) {
       if (sm90::wgmma_eligible(p)) {
         const int rc = launch_wgmma<T, L>(p, store, stream);
