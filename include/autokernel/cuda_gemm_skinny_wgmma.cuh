@@ -1,5 +1,5 @@
 // Skinny products on Hopper's asynchronous tensor cores (kernels/cuda/matmul.cu, SKINNY_WGMMA):
-// C[M, N] = A[M, K] W[N, K]^T for 17 to 64 rows of A, fp16/bf16, sm_90a only.
+// C[M, N] = A[M, K] W[N, K]^T for up to 64 rows of A, fp16/bf16, sm_90a only.
 //
 // Why: the shared-memory form (cuda_gemm_skinny_staged.cuh) is bound past 32 rows of A by its
 // warps' issue, not by bytes: at 64 x 4096 x 4096 its eight warps issue in 46% of the cycles,
@@ -12,28 +12,35 @@
 // a free stage, arms its full barrier and issues two TMA copies, A's 64 rows (rows past M read as
 // zeros) and W's BN rows. Warpgroup 1 consumes: per k-tile 4 wgmma.m64n{BN}k16 with both operands
 // from shared memory (K-major, 128-byte swizzle, as cuda_gemm_sm90.cuh's NK path), then frees the
-// previous k-tile's stage once its group has completed. The grid is persistent over (tile of W,
-// run of K) items (sm90::WorkPlan with one row of tiles); with split-K each run's sums go to a
-// float workspace that sum_splits adds in split order, as the wgmma GEMM does.
+// previous k-tile's stage once its group has completed. Two schedules (the kernel's Work):
+//   Grid            persistent over (tile of W, run of K) items (sm90::WorkPlan with one row of
+//                   tiles); with split-K each run's sums go to a float workspace that sum_splits
+//                   adds in split order, as the wgmma GEMM does. From 17 rows of A.
+//   stream_k::Plan  an equal run of (tile, k-tile) iterations an SM, a tile cut between blocks
+//                   finished by its owner in-kernel (cuda_gemm_stream_k.cuh): no partial last
+//                   wave, no second kernel. Any M up to 64.
 //
-// Tuning (template): BN, 32 or 64 rows of W a tile; Stages, the ring's depth (12 KB a stage at
-// BN = 32, 16 KB at 64; 16 and 12 stages, about 192 KB). launch_skinny_wgmma picks the width.
+// Tuning (template): BN, 32, 64 or 128 rows of W a tile; Stages, the ring's depth (12, 16 and 24
+// KB a stage; 16, 12 and 8 stages, about 192 KB). launch_skinny_wgmma picks schedule and width.
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_stream_k.cuh"
 #include "autokernel/cuda_sm90.cuh"
 
 namespace ak_gemm::skinny_wgmma {
 
 using sm90::kBK;
 constexpr int kRowsA = 64, kThreads = 256, kConsumerWarps = 4;
+constexpr int kConsumerBarrier = 1;  // the consumer warpgroup's named barrier (sm90::warpgroup_sync(0))
 
 template <int BN, int Stages>
 struct Layout {
-  static_assert(BN == 32 || BN == 64, "tiles of 32 or 64 rows of W");
+  static_assert(BN == 32 || BN == 64 || BN == 128, "tiles of 32, 64 or 128 rows of W");
   static constexpr int kABytes = kRowsA * kBK * 2, kWBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kWBytes;  // a multiple of the swizzle's 1024 bytes
   static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
@@ -42,35 +49,43 @@ struct Layout {
 // The grid's work and split-K workspace: sm90::WgmmaGrid, with one row of tiles (staged unused).
 using Grid = sm90::WgmmaGrid;
 
+// k-tiles [kt_begin, kt_end) of one tile from the ring (its positions n_used on) into acc,
+// each stage freed once the wgmma group reading it has completed.
 template <typename T, int BN, int Stages>
-__device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid& g, const StoreC<T>& store) {
+__device__ __forceinline__ void accumulate(float (&acc)[BN / 2], uint32_t smem, const sm90::Ring& ring,
+                                           int kt_begin, int kt_end, int& n_used) {
   using S = Layout<BN, Stages>;
   const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+  int held = -1;  // the ring position the last committed group still reads
+  for (int kt = kt_begin; kt < kt_end; ++kt, ++n_used) {
+    sm90::mbar_wait(ring.full(n_used), ring.phase(n_used));
+    const uint32_t a = smem + (n_used % Stages) * S::kStageBytes, b = a + S::kABytes;
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk)
+      sm90::wgmma<T, BN, false>(acc, sm90::smem_desc(a + kk * 32, 16, 1024),
+                                sm90::smem_desc(b + kk * 32, 16, 1024));
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
+    if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
+    held = n_used;
+  }
+  sm90::wgmma_wait<0>();
+  if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[i]);
+}
+
+template <typename T, int BN, int Stages>
+__device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid& g, const StoreC<T>& store) {
   const sm90::Ring ring{bars, Stages};
   int n_used = 0;  // ring positions consumed so far, over all items
   for (int item = static_cast<int>(blockIdx.x); item < g.plan.items(); item += static_cast<int>(gridDim.x)) {
     const sm90::WorkItem w = sm90::work_item(g.plan, item);
     float acc[1][BN / 2];  // sm90::store_direct's shape: one B matrix
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[0][i] = 0.0f;
-    int held = -1;  // the ring position the last committed group still reads
-    for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++n_used) {
-      sm90::mbar_wait(ring.full(n_used), ring.phase(n_used));
-      const uint32_t a = smem + (n_used % Stages) * S::kStageBytes, b = a + S::kABytes;
-      sm90::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk)
-        sm90::wgmma<T, BN, false>(acc[0], sm90::smem_desc(a + kk * 32, 16, 1024),
-                                  sm90::smem_desc(b + kk * 32, 16, 1024));
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
-      if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
-      held = n_used;
-    }
-    sm90::wgmma_wait<0>();
-    if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[0][i]);
+    accumulate<T, BN, Stages>(acc[0], smem, ring, w.kt_begin, w.kt_end, n_used);
     // The tile's rows are A's (tile.m = 0), as the wgmma GEMM's first consumer's.
     if (g.plan.splits > 1)
       sm90::store_direct<1, BN>(acc, w.tile, 0,
@@ -80,10 +95,36 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid
   }
 }
 
+// The block's run of a stream-K plan: a whole tile is stored; a helper's piece (past the tile's
+// first k-tile) is published; the owner's piece (the tile's first k-tiles, the run's last piece)
+// gets its helpers' sums added and is stored.
 template <typename T, int BN, int Stages>
+__device__ __forceinline__ void consume_stream_k(uint32_t smem, uint32_t bars, const stream_k::Plan& plan,
+                                                 const StoreC<T>& store) {
+  const sm90::Ring ring{bars, Stages};
+  int n_used = 0;
+  stream_k::for_each_piece(plan, static_cast<int>(blockIdx.x), [&](int tile, int kt_begin, int kt_end) {
+    float acc[1][BN / 2];
+    accumulate<T, BN, Stages>(acc[0], smem, ring, kt_begin, kt_end, n_used);
+    if (kt_begin > 0) {
+      stream_k::publish<BN / 2>(plan, acc[0], kConsumerBarrier);
+      return;
+    }
+    if (kt_end < plan.k_tiles) stream_k::add_helpers<BN / 2>(plan, tile, acc[0], kConsumerBarrier);
+    sm90::store_direct<1, BN>(acc, TileCoord{0, tile}, 0, store);
+  });
+}
+
+// Work: Grid (a persistent grid over whole tiles or K splits) or stream_k::Plan.
+template <typename T, int BN, int Stages, class Work>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
-                        const Grid g, const StoreC<T> store) {
+                        const Work work, const StoreC<T> store) {
+  // A's box is its M rows (with_kernel): the rows of a stage's A buffer past M are never written,
+  // and what the wgmma makes of them lands in rows of C that are never stored (a row of C reads
+  // only its own row of A). TMA then fills nothing it does not have to: rows past the tensor cost
+  // it time (33 x 4096 x 4096 with a box of 64 rows took 19.3 us against 16.3 at 64 x 4096 x 4096).
+  const uint32_t tx_bytes = static_cast<uint32_t>(store.m) * kBK * 2 + Layout<BN, Stages>::kWBytes;
 #if AK_SM90_CODE
   using S = Layout<BN, Stages>;
   extern __shared__ unsigned char smem_raw[];
@@ -91,60 +132,103 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t bars = smem + Stages * S::kStageBytes;
   if (threadIdx.x == 0) sm90::init_ring(bars, Stages, kConsumerWarps);
   __syncthreads();
+  constexpr bool kStreamK = std::is_same_v<Work, stream_k::Plan>;
   if (threadIdx.x == 0) {
-    sm90::fill_ring<Stages>(g.plan, smem, bars, S::kStageBytes,
-                            [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
-                              sm90::tma_load(dst, &map_a, kt * kBK, 0, full);
-                              sm90::tma_load(dst + S::kABytes, &map_w, kt * kBK, tile.n * BN, full);
-                            });
+    const auto load = [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
+      sm90::tma_load(dst, &map_a, kt * kBK, 0, full);
+      sm90::tma_load(dst + S::kABytes, &map_w, kt * kBK, tile.n * BN, full);
+    };
+    if constexpr (kStreamK) {
+      const auto run = [&](auto&& piece) {
+        stream_k::for_each_piece(work, static_cast<int>(blockIdx.x), [&](int tile, int kt_begin, int kt_end) {
+          piece(TileCoord{0, tile}, kt_begin, kt_end);
+        });
+      };
+      sm90::fill_ring_over<Stages>(run, smem, bars, S::kStageBytes, tx_bytes, load);
+    } else {
+      sm90::fill_ring<Stages>(work.plan, smem, bars, S::kStageBytes, load, tx_bytes);
+    }
   } else if (threadIdx.x >= 128) {
-    consume<T, BN, Stages>(smem, bars, g, store);
+    if constexpr (kStreamK)
+      consume_stream_k<T, BN, Stages>(smem, bars, work, store);
+    else
+      consume<T, BN, Stages>(smem, bars, work, store);
   }
 #else
   __trap();
 #endif
 }
 
-// AK_ERR_UNSUPPORTED where it does not apply (not Hopper code, more than 64 or at most 16 rows of
-// A, operands TMA cannot read); the caller then takes another path. split_k as the wgmma GEMM's:
-// 0 splits K where W's tiles leave more than half the SMs idle, n > 1 forces n, 1 never.
-template <typename T, int BN, int Stages>
-int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k) {
-  using S = Layout<BN, Stages>;
-  if (p.m <= 16 || p.m > kRowsA || !sm90::wgmma_eligible(p)) return AK_ERR_UNSUPPORTED;
+// run(kernel, map_a, map_w, sms) once the problem suits the form (Hopper code, at most 64 rows of
+// A, operands TMA can read) and the kernel has its shared memory; else AK_ERR_UNSUPPORTED.
+template <typename T, int BN, int Stages, class Work, class Run>
+int with_kernel(const GemmProblem<T, 1>& p, Run&& run) {
   CUtensorMap map_a, map_w;
-  if (!sm90::make_tensor_map(&map_a, p.a, p.m, p.k, p.lda, kRowsA) ||
+  if (p.m > kRowsA || !sm90::wgmma_eligible(p) || !sm90::make_tensor_map(&map_a, p.a, p.m, p.k, p.lda, p.m) ||
       !sm90::make_tensor_map(&map_w, p.b[0], p.n, p.k, p.ldb, BN))
     return AK_ERR_UNSUPPORTED;
-  const Grid g{{1, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, 0, nullptr, 0, 0, p.m, p.n};
   const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
-  const auto kernel = skinny_wgmma_kernel<T, BN, Stages>;
-  if (sms <= 0 || !allow_shared_memory(kernel, S::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  const auto run = [&](const Grid& grid) {
-    const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
-    kernel<<<blocks, kThreads, S::kSmemBytes, stream>>>(map_a, map_w, grid, store);
-    return ak_cuda::check_launch();
-  };
-  return sm90::run_split_k(g, sms, split_k, store.c, store.ldc, stream, run);
+  const auto kernel = skinny_wgmma_kernel<T, BN, Stages, Work>;
+  if (sms <= 0 || !allow_shared_memory(kernel, Layout<BN, Stages>::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  return run(kernel, map_a, map_w, sms);
 }
 
-// width 32 or 64 forces that tile (any M from 17 to 64; split_k as launch's). 0 chooses, where
-// the H200 measured the form faster (docs/benchmarks.md, twenty-eighth session): past 48 rows of
-// A (at 33 and 48 rows it was no faster than the shared-memory form: 33 x 4096 x 4096 19.3 against
-// 18.9 us), 32 where its tiles make between half a wave and one (64 x 4096 x 4096: 16.3 against
-// 18.5), else 64 where its tiles make between half a wave and one and a half (64 x 8192 x 4096:
-// 23.1 against 27.1; 64 x 11008 x 4096, 1.3 waves: 36.2 against 39.6); elsewhere, and for a K
-// split it would choose (not yet run on a GPU), AK_ERR_UNSUPPORTED: the caller's other paths.
+// Whole tiles over a persistent grid, from 17 rows of A (AK_ERR_UNSUPPORTED below). split_k as the
+// wgmma GEMM's: 0 splits K where W's tiles leave more than half the SMs idle, n > 1 forces n, 1 never.
+template <typename T, int BN, int Stages>
+int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k) {
+  if (p.m <= 16) return AK_ERR_UNSUPPORTED;
+  return with_kernel<T, BN, Stages, Grid>(
+      p, [&](auto kernel, const CUtensorMap& map_a, const CUtensorMap& map_w, int sms) {
+        const Grid g{{1, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, 0, nullptr, 0, 0, p.m, p.n};
+        const auto run = [&](const Grid& grid) {
+          const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
+          kernel<<<blocks, kThreads, Layout<BN, Stages>::kSmemBytes, stream>>>(map_a, map_w, grid, store);
+          return ak_cuda::check_launch();
+        };
+        return sm90::run_split_k(g, sms, split_k, store.c, store.ldc, stream, run);
+      });
+}
+
+// Stream-K (cuda_gemm_stream_k.cuh): an equal run of (tile, k-tile) iterations an SM, any M up to 64.
+template <typename T, int BN, int Stages>
+int launch_stream_k(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
+  return with_kernel<T, BN, Stages, stream_k::Plan>(
+      p, [&](auto kernel, const CUtensorMap& map_a, const CUtensorMap& map_w, int sms) {
+        const auto plan = stream_k::plan_stream_k((p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK, sms);
+        return stream_k::with_workspace(plan, int64_t{BN / 2} * 128, stream, [&](const stream_k::Plan& run) {
+          kernel<<<run.blocks, kThreads, Layout<BN, Stages>::kSmemBytes, stream>>>(map_a, map_w, run, store);
+          return ak_cuda::check_launch();
+        });
+      });
+}
+
+// How the form takes a call: width 32 or 64 forces whole tiles of that width from 17 rows of A
+// (split_k as launch's); stream_k 64 or 128 forces stream-K at that width (width then unused).
+// Chosen (width 0, stream_k 1) where the H200 measured the form faster (docs/benchmarks.md,
+// twenty-eighth and twenty-ninth sessions), past 32 rows of A: whole tiles of 32 where they make
+// between half a wave and one (64 x 4096 x 4096: 15.4 against 18.2 us, cuBLAS 14.4), of 64 where
+// those do (64 x 8192 x 4096: 22.8 against 26.9, cuBLAS 21.8), stream-K at 64 where tiles of 64
+// make between one and two waves (64 x 11008 x 4096: 33.6 against 35.8 with whole tiles, cuBLAS
+// 27.6); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there: 64 x 32000 x
+// 4096 77.8 against 72.4). stream_k 0: whole tiles of 64 up to one and a half waves instead.
 template <typename T>
 int launch_skinny_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
-                        int width) {
+                        int width, int stream_k) {
+  if (stream_k > 1)
+    return stream_k == 128 ? launch_stream_k<T, 128, 8>(p, store, stream)
+                           : launch_stream_k<T, 64, 12>(p, store, stream);
   if (width == 0) {
     const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount);
     const int64_t narrow = (p.n + 31) / 32, wide = (p.n + 63) / 64;
-    if (p.m <= 48) return AK_ERR_UNSUPPORTED;
+    if (p.m <= 32) return AK_ERR_UNSUPPORTED;
     if (2 * narrow > sms && narrow <= sms)
       width = 32;
-    else if (2 * wide > sms && 2 * wide <= 3 * sms)
+    else if (2 * wide > sms && wide <= sms)
+      width = 64;
+    else if (stream_k == 1 && wide > sms && wide <= 2 * sms)
+      return launch_stream_k<T, 64, 12>(p, store, stream);
+    else if (stream_k == 0 && 2 * wide > sms && 2 * wide <= 3 * sms)
       width = 64;
     else
       return AK_ERR_UNSUPPORTED;

@@ -112,28 +112,41 @@ struct WgmmaGrid {
 };
 
 // The producer's walk over a ring of Stages stages of stage_bytes each at smem (barriers at
-// bars, init_ring's layout): for each of the block's items and each of its k-tiles, waits for a
-// free stage, arms its full barrier with the bytes to come and calls load(tile, kt, dst, full) to
-// issue the copies into it.
-template <int Stages, class Load>
-__device__ __forceinline__ void fill_ring(const WorkPlan& plan, uint32_t smem, uint32_t bars,
-                                          uint32_t stage_bytes, Load&& load) {
+// bars, init_ring's layout): walk(piece) calls piece(tile, kt_begin, kt_end) for each run of
+// k-tiles the block computes, in order; for each k-tile it waits for a free stage, arms its full
+// barrier with the bytes to come (tx_bytes, at most stage_bytes: copies may fill part of a stage)
+// and calls load(tile, kt, dst, full) to issue the copies into it.
+template <int Stages, class Walk, class Load>
+__device__ __forceinline__ void fill_ring_over(Walk&& walk, uint32_t smem, uint32_t bars,
+                                               uint32_t stage_bytes, uint32_t tx_bytes, Load&& load) {
   int stage = 0;
   uint32_t phase = 0;
-  for (int item = static_cast<int>(blockIdx.x); item < plan.items(); item += static_cast<int>(gridDim.x)) {
-    const WorkItem w = work_item(plan, item);
-    const TileCoord tile = w.tile;
-    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+  walk([&](TileCoord tile, int kt_begin, int kt_end) {
+    for (int kt = kt_begin; kt < kt_end; ++kt) {
       const uint32_t full = bars + stage * 8, empty = bars + (Stages + stage) * 8;
       mbar_wait(empty, phase ^ 1);  // a fresh barrier counts its previous phase as complete
-      mbar_arrive_expect_tx(full, stage_bytes);
+      mbar_arrive_expect_tx(full, tx_bytes);
       load(tile, kt, smem + stage * stage_bytes, full);
       if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
       }
     }
-  }
+  });
+}
+
+// fill_ring_over the block's items of a persistent grid (blockIdx.x, then every gridDim.x-th);
+// tx_bytes 0: the copies fill whole stages.
+template <int Stages, class Load>
+__device__ __forceinline__ void fill_ring(const WorkPlan& plan, uint32_t smem, uint32_t bars,
+                                          uint32_t stage_bytes, Load&& load, uint32_t tx_bytes = 0) {
+  const auto items = [&](auto&& piece) {
+    for (int item = static_cast<int>(blockIdx.x); item < plan.items(); item += static_cast<int>(gridDim.x)) {
+      const WorkItem w = work_item(plan, item);
+      piece(w.tile, w.kt_begin, w.kt_end);
+    }
+  };
+  fill_ring_over<Stages>(items, smem, bars, stage_bytes, tx_bytes == 0 ? stage_bytes : tx_bytes, load);
 }
 
 template <BLayout L, int NB, int BN, int Stages>

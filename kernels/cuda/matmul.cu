@@ -113,13 +113,20 @@
 //                     intake (docs/benchmarks.md, twenty-eighth session). Searched where the
 //                     shared-memory form may take the call, with the default tiles.
 //   SKINNY_WGMMA      1 (the default): with B as [N, K], the call goes first to the wgmma form
-//                     (cuda_gemm_skinny_wgmma.cuh: A's 64 rows against tiles of 32 or 64 rows of
-//                     W, TMA into a ring of about 192 KB) where the H200 measured it faster: 49 to
-//                     64 rows of A, its tiles between half a wave and one and a half, no K split
-//                     (launch_skinny_wgmma), and SKINNY = 1, SKINNY_STAGED = 1, SKINNY_CLUSTER = 0.
-//                     32 or 64 force that width from 17 rows, split-K as SPLIT_K says; 0 never.
-//                     64 x 4096 x 4096 16.3 against 18.5 us, 64 x 8192 x 4096 23.1 against 27.1,
-//                     64 x 11008 x 4096 36.2 against 39.6 (cuBLAS 14.6, 21.7, 27.4). Not a @tune.
+//                     (cuda_gemm_skinny_wgmma.cuh: A's M rows against tiles of 32 or 64 rows of
+//                     W, TMA into a ring of about 192 KB) where the H200 measured it faster: 33 to
+//                     64 rows of A, whole tiles where they make between half a wave and one, no K
+//                     split (launch_skinny_wgmma), and SKINNY = 1, SKINNY_STAGED = 1,
+//                     SKINNY_CLUSTER = 0. 32 or 64 force that width from 17 rows, split-K as
+//                     SPLIT_K says; 0 never. 64 x 4096 x 4096 15.4 against 18.2 us, 64 x 8192 x
+//                     4096 22.8 against 26.9 (cuBLAS 14.4, 21.8). Not a @tune.
+//   SKINNY_STREAM_K   1 (the default): where SKINNY_WGMMA = 1 chooses and 64-row tiles make between
+//                     one and two waves, stream-K at 64 rows of W a tile (an equal run of (tile,
+//                     k-tile) iterations an SM, tiles cut between blocks finished in-kernel:
+//                     cuda_gemm_stream_k.cuh; 64 x 11008 x 4096 33.6 against 35.8 us with whole
+//                     tiles). 64 or 128 force stream-K at that width for any M up to 64 whenever
+//                     SKINNY_WGMMA != 0; 0 never (whole tiles of 64 up to one and a half waves
+//                     instead). Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -210,6 +217,9 @@
 #ifndef SKINNY_WGMMA
 #define SKINNY_WGMMA 1
 #endif
+#ifndef SKINNY_STREAM_K
+#define SKINNY_STREAM_K 1
+#endif
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 0
 #endif
@@ -291,11 +301,12 @@ int launch(const ak_call* call) {
     // A forced height (SKINNY > 1) or the cluster split asks for the shared-memory form, and
     // SKINNY_STAGED = 0 for the register form: those keep the call.
     if constexpr (SKINNY != 0 && L == BLayout::NK &&
-                  (SKINNY_WGMMA > 1 ||
+                  (SKINNY_WGMMA > 1 || (SKINNY_WGMMA == 1 && SKINNY_STREAM_K > 1) ||
                    (SKINNY_WGMMA == 1 && SKINNY == 1 && SKINNY_CLUSTER == 0 && SKINNY_STAGED != 0))) {
       const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
                                       : skinny_wgmma::launch_skinny_wgmma(
-                                            p, store, stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA);
+                                            p, store, stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA,
+                                            SKINNY_STREAM_K);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     if constexpr (SKINNY != 0) {

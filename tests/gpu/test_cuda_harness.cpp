@@ -236,6 +236,26 @@ TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
     expect_every_stage_passes(starter_with("matmul", defines), "matmul", {{shape, dtype}});
 }
 
+// Stream-K in the wgmma form (SKINNY_STREAM_K, cuda_gemm_stream_k.cuh): a tile cut between two
+// blocks (64 x 11008 x 4096: runs of 83-84 k-tiles), between eight (17 x 1024 x 4096: 16 tiles of
+// 64 k-tiles over 132 blocks), 128 rows of W a tile with N and K ragged (48 x 4000 x 4104), a
+// single row of A, and the defaults where they choose it (64 x 14336 x 4096: 224 tiles of 64).
+// Every stage includes determinism: the owners add their helpers' sums in block order.
+TEST_F(CudaHarness, MatmulSkinnyStreamKPassesEveryStage) {
+  struct Case {
+    std::string defines, shape, dtype;
+  };
+  for (const auto& [defines, shape, dtype] :
+       std::vector<Case>{{"#define SKINNY_STREAM_K 64", "64x11008x4096:b_nk=1", "fp16"},
+                         {"#define SKINNY_STREAM_K 64", "17x1024x4096:b_nk=1", "bf16"},
+                         {"#define SKINNY_STREAM_K 128", "48x4000x4104:b_nk=1", "bf16"},
+                         {"#define SKINNY_STREAM_K 64", "1x4096x4096:b_nk=1", "fp16"},
+                         {"", "64x14336x4096:b_nk=1", "fp16"}})
+    expect_every_stage_passes(defines.empty() ? std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu"
+                                              : starter_with("matmul", defines),
+                              "matmul", {{shape, dtype}});
+}
+
 // The compute-bound starters built for an Ampere (--arch compute_80: that target's PTX, compiled
 // by the driver for this GPU on load). Their Hopper kernels (wgmma, TMA, clusters) are traps in such
 // a build, so a PASS says every call went to the code an A100 or an RTX 40 runs: matmul's mma tiles,

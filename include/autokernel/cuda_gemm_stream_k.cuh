@@ -1,0 +1,105 @@
+// Stream-K over one row of output tiles (Osama, Merrill, Cecka, Garland and Owens, "Stream-K:
+// Work-centric Parallel Decomposition for Dense Matrix Multiplication on the GPU", PPoPP 2023).
+//
+// Why: a persistent grid that hands out whole tiles idles most SMs in a partial last wave. At
+// 64 x 11008 x 4096 with tiles of 64 rows of W there are 172 tiles for 132 SMs: 40 SMs take a
+// second tile while 92 wait (36 us against cuBLAS's 27, docs/benchmarks.md, twenty-ninth
+// session). Here each of the grid's blocks takes an equal run of the flattened (tile, k-tile)
+// iterations instead, so every SM works to the end whatever the tile count.
+//
+// A tile cut between blocks is finished by the block whose run holds its first k-tile (the
+// owner). Runs are laid out in tile order, so the owner reaches that piece last in its run, while
+// every other piece of the tile opens the run of a later block (a helper): a helper computes its
+// piece first, publishes the sums to its own slot of a workspace, raises its flag and goes on.
+// By the time the owner is done with its own piece the helpers' flags are long up. The owner adds
+// the helpers' sums in block order: the result is the same bits on every run; no atomics touch
+// the data. Each block helps at most once (only a run's first piece can start past k-tile 0), so
+// a slot per block is enough.
+//
+// The owner spins on flags of later blocks, which needs every block resident at once: the grid
+// is at most one block an SM, as the persistent kernels here are.
+//
+//   Plan, plan_stream_k, for_each_piece   the runs and their pieces (stream_k_plan.h)
+//   publish            a helper's sums to its slot, then its flag
+//   add_helpers        the owner: waits for its helpers' flags and adds their sums, block order
+//   with_workspace     slots and zeroed flags from the stream-ordered pool around a launch
+// C++17, header-only.
+#pragma once
+
+#include "autokernel/cuda_kernel.cuh"
+#include "autokernel/stream_k_plan.h"
+
+namespace ak_gemm::stream_k {
+
+__device__ __forceinline__ void store_release(int* flag, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(v) : "memory");
+}
+__device__ __forceinline__ int load_acquire(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
+// One warpgroup's N accumulators a thread (N a multiple of 4) into this block's slot, thread t's
+// i-th group of four at float4 index i * 128 + t (the stores of a warp are contiguous); then,
+// after the warpgroup's barrier (named barrier `barrier`), its first thread raises the flag.
+template <int N>
+__device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N], int barrier) {
+  static_assert(N % 4 == 0, "groups of four accumulators");
+  const int t = static_cast<int>(threadIdx.x % 128);
+  float4* slot = reinterpret_cast<float4*>(plan.slots + static_cast<int64_t>(blockIdx.x) * N * 128);
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i)
+    __stcg(slot + i * 128 + t, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
+  if (t == 0) {
+    __threadfence();
+    store_release(plan.flags + blockIdx.x, 1);
+  }
+}
+
+// The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks after it up
+// to the one holding the tile's last k-tile, in block order.
+template <int N>
+__device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&acc)[N], int barrier) {
+  const int t = static_cast<int>(threadIdx.x % 128);
+  const int first = static_cast<int>(blockIdx.x) + 1;
+  const int last = plan.last_block_of(tile);
+  if (t == 0)
+    for (int b = first; b <= last; ++b)
+      while (load_acquire(plan.flags + b) == 0) __nanosleep(64);
+  asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
+  for (int b = first; b <= last; ++b) {
+    const float4* slot = reinterpret_cast<const float4*>(plan.slots + static_cast<int64_t>(b) * N * 128);
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      const float4 v = __ldcg(slot + i * 128 + t);
+      acc[4 * i] += v.x;
+      acc[4 * i + 1] += v.y;
+      acc[4 * i + 2] += v.z;
+      acc[4 * i + 3] += v.w;
+    }
+  }
+}
+
+// launch(plan) with plan.slots (slot_floats a block) and plan.flags from the stream-ordered pool,
+// the flags zeroed on the stream first; the workspace goes back after the launch's work.
+// AK_ERR_LAUNCH when it cannot be had.
+template <class Launch>
+int with_workspace(Plan plan, int64_t slot_floats, cudaStream_t stream, Launch&& launch) {
+  const size_t slot_bytes = static_cast<size_t>(plan.blocks) * slot_floats * sizeof(float);
+  const size_t flag_bytes = static_cast<size_t>(plan.blocks) * sizeof(int);
+  void* ws = nullptr;
+  if (!ak_cuda::alloc_workspace(&ws, slot_bytes + flag_bytes, stream)) return AK_ERR_LAUNCH;
+  plan.slots = static_cast<float*>(ws);
+  plan.flags = reinterpret_cast<int*>(static_cast<char*>(ws) + slot_bytes);
+  int rc = AK_ERR_LAUNCH;
+  if (cudaMemsetAsync(plan.flags, 0, flag_bytes, stream) == cudaSuccess)
+    rc = launch(plan);
+  else
+    (void)cudaGetLastError();  // reported here, not left for the next launch
+  const bool freed = ak_cuda::free_workspace(ws, stream);
+  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+}
+
+}  // namespace ak_gemm::stream_k

@@ -1,0 +1,63 @@
+// Stream-K's runs over one row of output tiles (cuda_gemm_stream_k.cuh): each block of the grid
+// takes an equal run of the flattened (tile, k-tile) iterations, cut into pieces at tile edges.
+// Plain C++17 with host-and-device functions, so that the arithmetic is tested without a GPU
+// (tests/unit/test_stream_k_plan.cpp).
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define AK_HOST_DEVICE __host__ __device__
+#else
+#define AK_HOST_DEVICE
+#endif
+
+namespace ak_gemm::stream_k {
+
+// A run shorter than this spends more on publishing or adding a tile's sums than it computes.
+constexpr int kMinRun = 4;
+
+struct Plan {
+  int tiles, k_tiles, blocks;
+  float* slots;  // blocks slots of the consumers' accumulators (cuda_gemm_stream_k.cuh's publish)
+  int* flags;    // blocks flags, zero at launch; a helper sets its own to 1
+
+  AK_HOST_DEVICE int64_t total() const { return static_cast<int64_t>(tiles) * k_tiles; }
+  // Block b's run is the iterations [begin(b), begin(b + 1)); none is empty while blocks <= total().
+  AK_HOST_DEVICE int64_t begin(int b) const { return total() * b / blocks; }
+  // The block whose run holds iteration it: the last b with begin(b) <= it.
+  AK_HOST_DEVICE int block_of(int64_t it) const {
+    return static_cast<int>(((it + 1) * blocks - 1) / total());
+  }
+  // The last block with a piece of `tile`: the owner (block_of(tile's first iteration)) waits for
+  // every block after it up to this one.
+  AK_HOST_DEVICE int last_block_of(int tile) const {
+    return block_of((static_cast<int64_t>(tile) + 1) * k_tiles - 1);
+  }
+};
+
+// The grid for tiles x k_tiles iterations: a block an SM, fewer where runs would be shorter than
+// kMinRun, at least one. Tiles and k_tiles at least 1.
+inline Plan plan_stream_k(int tiles, int k_tiles, int sms) {
+  const int64_t total = static_cast<int64_t>(tiles) * k_tiles;
+  int64_t blocks = total / kMinRun;
+  if (blocks > sms) blocks = sms;
+  if (blocks < 1) blocks = 1;
+  return {tiles, k_tiles, static_cast<int>(blocks), nullptr, nullptr};
+}
+
+// visit(tile, kt_begin, kt_end) for each piece of the block's run, in order. Only the first piece
+// can start past k-tile 0 (a helper's), and only the last can end short of k_tiles (an owner's).
+template <class Visit>
+AK_HOST_DEVICE void for_each_piece(const Plan& plan, int block, Visit&& visit) {
+  const int64_t end = plan.begin(block + 1);
+  for (int64_t it = plan.begin(block); it < end;) {
+    const int tile = static_cast<int>(it / plan.k_tiles);
+    const int64_t tile_begin = static_cast<int64_t>(tile) * plan.k_tiles;
+    const int64_t piece_end = end < tile_begin + plan.k_tiles ? end : tile_begin + plan.k_tiles;
+    visit(tile, static_cast<int>(it - tile_begin), static_cast<int>(piece_end - tile_begin));
+    it = piece_end;
+  }
+}
+
+}  // namespace ak_gemm::stream_k
