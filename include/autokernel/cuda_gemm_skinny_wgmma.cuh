@@ -9,10 +9,11 @@
 // 64 x 32 x 16 step from shared memory, and the warps are left waiting on memory, as they should.
 //
 // Block: 256 threads. Warpgroup 0's first thread is the producer: per 64-deep k-tile it waits for
-// a free stage, arms its full barrier and issues two TMA copies, A's 64 rows (rows past M read as
-// zeros) and W's BN rows. Warpgroup 1 consumes: per k-tile 4 wgmma.m64n{BN}k16 with both operands
-// from shared memory (K-major, 128-byte swizzle, as cuda_gemm_sm90.cuh's NK path), then frees the
-// previous k-tile's stage once its group has completed. Two schedules (the kernel's Work):
+// a free stage, arms its full barrier and issues two TMA copies, A's M rows (the stage's rows
+// past M stay unwritten: see the kernel) and W's BN rows. Warpgroup 1 consumes: per k-tile 4
+// wgmma.m64n{BN}k16 with both operands from shared memory (K-major, 128-byte swizzle, as
+// cuda_gemm_sm90.cuh's NK path), then frees the previous k-tile's stage once its group has
+// completed. Two schedules (the kernel's Work):
 //   Grid            persistent over (tile of W, run of K) items (sm90::WorkPlan with one row of
 //                   tiles); with split-K each run's sums go to a float workspace that sum_splits
 //                   adds in split order, as the wgmma GEMM does. From 17 rows of A.
@@ -95,9 +96,9 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid
   }
 }
 
-// The block's run of a stream-K plan: a whole tile is stored; a helper's piece (past the tile's
-// first k-tile) is published; the owner's piece (the tile's first k-tiles, the run's last piece)
-// gets its helpers' sums added and is stored.
+// The block's run of a stream-K plan, backwards (stream_k::for_each_piece): a whole tile is
+// stored; a helper's piece (short of the tile's last k-tile) is published; the owner's piece
+// (the tile's last k-tiles, the run's first) gets its helpers' sums added and is stored.
 template <typename T, int BN, int Stages>
 __device__ __forceinline__ void consume_stream_k(uint32_t smem, uint32_t bars, const stream_k::Plan& plan,
                                                  const StoreC<T>& store) {
@@ -106,11 +107,11 @@ __device__ __forceinline__ void consume_stream_k(uint32_t smem, uint32_t bars, c
   stream_k::for_each_piece(plan, static_cast<int>(blockIdx.x), [&](int tile, int kt_begin, int kt_end) {
     float acc[1][BN / 2];
     accumulate<T, BN, Stages>(acc[0], smem, ring, kt_begin, kt_end, n_used);
-    if (kt_begin > 0) {
+    if (kt_end < plan.k_tiles) {
       stream_k::publish<BN / 2>(plan, acc[0], kConsumerBarrier);
       return;
     }
-    if (kt_end < plan.k_tiles) stream_k::add_helpers<BN / 2>(plan, tile, acc[0], kConsumerBarrier);
+    if (kt_begin > 0) stream_k::add_helpers<BN / 2>(plan, tile, acc[0], kConsumerBarrier);
     sm90::store_direct<1, BN>(acc, TileCoord{0, tile}, 0, store);
   });
 }

@@ -7,17 +7,18 @@
 // session). Here each of the grid's blocks takes an equal run of the flattened (tile, k-tile)
 // iterations instead, so every SM works to the end whatever the tile count.
 //
-// A tile cut between blocks is finished by the block whose run holds its first k-tile (the
-// owner). Runs are laid out in tile order, so the owner reaches that piece last in its run, while
-// every other piece of the tile opens the run of a later block (a helper): a helper computes its
-// piece first, publishes the sums to its own slot of a workspace, raises its flag and goes on.
-// By the time the owner is done with its own piece the helpers' flags are long up. The owner adds
-// the helpers' sums in block order: the result is the same bits on every run; no atomics touch
-// the data. Each block helps at most once (only a run's first piece can start past k-tile 0), so
-// a slot per block is enough.
+// A tile cut between blocks is finished by the block whose run holds its last k-tile (the
+// owner). Each block walks its run backwards (for_each_piece): a piece that ends short of its
+// tile's last k-tile closes a block's run, so that block computes it first, publishes the sums to
+// its own slot of a workspace, raises its flag and goes on (a helper); the owner's piece opens
+// its run, so it comes last, when the helpers' flags are long up. The owner adds the helpers'
+// sums in block order: the result is the same bits on every run; no atomics touch the data. Each
+// block helps at most once (only a run's last piece can end short of a tile), so a slot per block
+// is enough.
 //
-// The owner spins on flags of later blocks, which needs every block resident at once: the grid
-// is at most one block an SM, as the persistent kernels here are.
+// An owner waits only for blocks of lower index. The GPU starts a grid's blocks in index order,
+// so those are running or done, and the grid finishes even when other work holds some SMs and
+// not all of its blocks are resident at once.
 //
 //   Plan, plan_stream_k, for_each_piece   the runs and their pieces (stream_k_plan.h)
 //   publish            a helper's sums to its slot, then its flag
@@ -58,13 +59,12 @@ __device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N],
   }
 }
 
-// The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks after it up
-// to the one holding the tile's last k-tile, in block order.
+// The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks before it
+// from the one holding the tile's first k-tile, in block order.
 template <int N>
 __device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&acc)[N], int barrier) {
   const int t = static_cast<int>(threadIdx.x % 128);
-  const int first = static_cast<int>(blockIdx.x) + 1;
-  const int last = plan.last_block_of(tile);
+  const int first = plan.first_block_of(tile), last = static_cast<int>(blockIdx.x) - 1;
   if (t == 0)
     for (int b = first; b <= last; ++b)
       while (load_acquire(plan.flags + b) == 0) __nanosleep(64);

@@ -6,11 +6,7 @@
 
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define AK_HOST_DEVICE __host__ __device__
-#else
-#define AK_HOST_DEVICE
-#endif
+#include "autokernel/host_device.h"
 
 namespace ak_gemm::stream_k {
 
@@ -29,11 +25,9 @@ struct Plan {
   AK_HOST_DEVICE int block_of(int64_t it) const {
     return static_cast<int>(((it + 1) * blocks - 1) / total());
   }
-  // The last block with a piece of `tile`: the owner (block_of(tile's first iteration)) waits for
-  // every block after it up to this one.
-  AK_HOST_DEVICE int last_block_of(int tile) const {
-    return block_of((static_cast<int64_t>(tile) + 1) * k_tiles - 1);
-  }
+  // The first block with a piece of `tile` (its first k-tile): the owner, the block with the
+  // tile's last k-tile, waits for every block from this one up to the one before itself.
+  AK_HOST_DEVICE int first_block_of(int tile) const { return block_of(static_cast<int64_t>(tile) * k_tiles); }
 };
 
 // The grid for tiles x k_tiles iterations: a block an SM, fewer where runs would be shorter than
@@ -46,17 +40,21 @@ inline Plan plan_stream_k(int tiles, int k_tiles, int sms) {
   return {tiles, k_tiles, static_cast<int>(blocks), nullptr, nullptr};
 }
 
-// visit(tile, kt_begin, kt_end) for each piece of the block's run, in order. Only the first piece
-// can start past k-tile 0 (a helper's), and only the last can end short of k_tiles (an owner's).
+// visit(tile, kt_begin, kt_end) for each piece of the block's run, the last piece first. Only the
+// run's last piece can end short of k_tiles (a helper's: visited first, so that it is published
+// early), and only its first can start past k-tile 0 and end at k_tiles (an owner's: visited
+// last, when its helpers, blocks before this one, have long published theirs). Waiting only on
+// blocks of lower index keeps the grid moving even when not all of it is resident at once: the
+// GPU starts blocks in index order, so those are running or done.
 template <class Visit>
 AK_HOST_DEVICE void for_each_piece(const Plan& plan, int block, Visit&& visit) {
-  const int64_t end = plan.begin(block + 1);
-  for (int64_t it = plan.begin(block); it < end;) {
-    const int tile = static_cast<int>(it / plan.k_tiles);
+  const int64_t begin = plan.begin(block);
+  for (int64_t it = plan.begin(block + 1); it > begin;) {
+    const int tile = static_cast<int>((it - 1) / plan.k_tiles);
     const int64_t tile_begin = static_cast<int64_t>(tile) * plan.k_tiles;
-    const int64_t piece_end = end < tile_begin + plan.k_tiles ? end : tile_begin + plan.k_tiles;
-    visit(tile, static_cast<int>(it - tile_begin), static_cast<int>(piece_end - tile_begin));
-    it = piece_end;
+    const int64_t piece_begin = begin > tile_begin ? begin : tile_begin;
+    visit(tile, static_cast<int>(piece_begin - tile_begin), static_cast<int>(it - tile_begin));
+    it = piece_begin;
   }
 }
 

@@ -4,11 +4,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define AK_HOST_DEVICE __host__ __device__
-#else
-#define AK_HOST_DEVICE
-#endif
+#include "autokernel/host_device.h"
 
 namespace ak {
 

@@ -6,13 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "autokernel/host_device.h"
 #include "core/dtype.h"
-
-#ifdef __CUDACC__
-#define AK_HOST_DEVICE __host__ __device__
-#else
-#define AK_HOST_DEVICE
-#endif
 
 namespace ak {
 

@@ -220,8 +220,9 @@ TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
 
 // The wgmma form of the skinny products (SKINNY_WGMMA, cuda_gemm_skinny_wgmma.cuh), both tile
 // widths: one wave of tiles (64 x 4096 x 4096), several (64 x 11008 x 4096, persistent), split-K
-// chosen (17 x 1024 x 4096: 32 tiles) and forced (SPLIT_K = 4), M short of A's 64-row box (TMA
-// reads zeros past it), N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104).
+// chosen (17 x 1024 x 4096: 32 tiles) and forced (SPLIT_K = 4), M short of the wgmma's 64 rows
+// (A's box is M rows; the stage's rows past it are never written, their rows of C never stored),
+// N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104).
 TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
   struct Case {
     std::string defines, shape, dtype;

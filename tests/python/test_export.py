@@ -219,7 +219,9 @@ class TransformersUserPath(unittest.TestCase):
         with Scratch() as directory:
             ws = directory / "workspace"
             engine("profile", "--model", f"{MODELS}/tiny_hf_llama.py:TinyLlama", "--workspace", str(ws), "--json")
-            plan = engine("extract", "--top", "3", "--backend", "host", "--workspace", str(ws), "--json")
+            # The tiny Llama has three matmul problems (q/o, k/v and the head): four operators always
+            # include one that is not a matmul, whichever order the CPU's timings put them in.
+            plan = engine("extract", "--top", "4", "--backend", "host", "--workspace", str(ws), "--json")
             # one experiment per kernel: each one's defaults, through the harness
             engine("optimize", "--workspace", str(ws), "--backend", "host", "--budget", "3", "--quick", "--json")
             engine("verify", "--workspace", str(ws), "--plug", "all", "--compile-modes", "none", "--iterations",

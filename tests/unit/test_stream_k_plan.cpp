@@ -1,7 +1,9 @@
 // Stream-K's runs (include/autokernel/stream_k_plan.h): every (tile, k-tile) iteration computed
-// by exactly one block, in tile order; only a run's first piece starts past a tile's first k-tile
-// (so one slot a block holds every helper's sums); the owner of each cut tile is the block with
-// its first k-tile, and its helpers are exactly the blocks after it up to last_block_of.
+// by exactly one block; each block walks its run backwards; only a block's first-visited piece
+// ends short of its tile (so one slot a block holds every helper's sums, published before the
+// block waits for anything); the owner of each cut tile is the block with its last k-tile, visits
+// that piece last, and its helpers are exactly the blocks before it from first_block_of: an owner
+// waits only for blocks of lower index.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -35,35 +37,40 @@ void expect_sound(int tiles, int k_tiles, int sms) {
   }
 
   std::vector<int> covered(static_cast<size_t>(plan.total()), 0);
-  std::map<int, int> first_piece_of;     // block -> index of its first piece
-  std::map<int, std::set<int>> helpers;  // tile -> blocks with a piece past its first k-tile
-  std::map<int, int> owner;              // tile -> block with its first k-tile, if cut
-  const auto all = pieces_of(plan);
-  int64_t previous_end = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const Piece& p = all[i];
+  std::map<int, std::vector<Piece>> of_block;
+  std::map<int, std::set<int>> helpers;  // tile -> blocks with a piece short of its last k-tile
+  std::map<int, int> owner;              // tile -> block with its last k-tile, if cut
+  for (const Piece& p : pieces_of(plan)) {
     ASSERT_LT(p.begin, p.end);
     ASSERT_LE(p.end, k_tiles);
-    const int64_t from = static_cast<int64_t>(p.tile) * k_tiles + p.begin;
-    EXPECT_EQ(from, previous_end) << "pieces in tile order, no gap";
-    previous_end = static_cast<int64_t>(p.tile) * k_tiles + p.end;
     for (int kt = p.begin; kt < p.end; ++kt) ++covered[static_cast<size_t>(p.tile) * k_tiles + kt];
+    auto& mine = of_block[p.block];
+    const int64_t from = static_cast<int64_t>(p.tile) * k_tiles + p.begin;
+    const int64_t to = static_cast<int64_t>(p.tile) * k_tiles + p.end;
+    // Backwards and contiguous: the first piece ends the run, each next one ends where the last began.
+    EXPECT_EQ(to, mine.empty() ? plan.begin(p.block + 1)
+                               : static_cast<int64_t>(mine.back().tile) * k_tiles + mine.back().begin);
     EXPECT_EQ(plan.block_of(from), p.block);
-    first_piece_of.try_emplace(p.block, static_cast<int>(i));
-    if (p.begin > 0) {
-      EXPECT_EQ(first_piece_of[p.block], static_cast<int>(i)) << "a helper's piece opens its block's run";
+    if (p.end < k_tiles) {
+      EXPECT_TRUE(mine.empty()) << "a helper's piece is the first its block visits";
       helpers[p.tile].insert(p.block);
-    } else if (p.end < k_tiles) {
+    } else if (p.begin > 0) {
       owner[p.tile] = p.block;
     }
+    mine.push_back(p);
+  }
+  for (const auto& [block, mine] : of_block) {
+    EXPECT_EQ(static_cast<int64_t>(mine.back().tile) * k_tiles + mine.back().begin, plan.begin(block))
+        << "the run's first piece is visited last";
   }
   for (int c : covered) ASSERT_EQ(c, 1);
   EXPECT_EQ(helpers.size(), owner.size()) << "every cut tile has one owner";
   for (const auto& [tile, blocks] : helpers) {
     ASSERT_TRUE(owner.count(tile));
     std::set<int> expected;
-    for (int b = owner[tile] + 1; b <= plan.last_block_of(tile); ++b) expected.insert(b);
+    for (int b = plan.first_block_of(tile); b < owner[tile]; ++b) expected.insert(b);
     EXPECT_EQ(blocks, expected) << "tile " << tile;
+    EXPECT_LT(*blocks.rbegin(), owner[tile]) << "an owner waits only for blocks of lower index";
   }
 }
 
