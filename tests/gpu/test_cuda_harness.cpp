@@ -17,23 +17,11 @@ class CudaHarness : public ::testing::Test {
   }
   nlohmann::json bench(const std::string& file, const std::string& op, const std::string& shape,
                        std::vector<std::string> extra = {}) {
-    const auto dir = scratch_dir("cuda-bench");
-    std::vector<std::string> args{"bench",
-                                  file,
-                                  "--op",
-                                  op,
-                                  "--shape",
-                                  shape,
-                                  "--json",
-                                  "--max-time",
-                                  "0.5",
-                                  "--timeout",
-                                  "120",
-                                  "--results",
-                                  (dir / "results.tsv").string()};
+    std::vector<std::string> args{file,         "--op", op,          "--shape", shape,
+                                  "--max-time", "0.5",  "--timeout", "120"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const ProcessResult run = run_cli(args, 600);
-    auto j = json_of(run);
+    ProcessResult run;
+    auto j = bench_json(args, 600, {}, &run);
     EXPECT_TRUE(j.is_object()) << run.output;
     return j;
   }

@@ -27,22 +27,11 @@ class TritonHarness : public ::testing::Test {
   }
   nlohmann::json bench(const std::string& file, const std::string& op, const std::string& shape,
                        std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"bench",
-                                  file,
-                                  "--op",
-                                  op,
-                                  "--shape",
-                                  shape,
-                                  "--json",
-                                  "--max-time",
-                                  "0.5",
-                                  "--timeout",
-                                  "300",
-                                  "--results",
-                                  (dir_ / "results.tsv").string()};
+    std::vector<std::string> args{file,         "--op", op,          "--shape", shape,
+                                  "--max-time", "0.5",  "--timeout", "300"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const ProcessResult run = run_cli(args, 900);
-    auto j = json_of(run);
+    ProcessResult run;
+    auto j = bench_json(args, 900, {}, &run);
     EXPECT_TRUE(j.is_object()) << run.output;
     return j;
   }
