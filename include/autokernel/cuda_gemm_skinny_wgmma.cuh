@@ -22,7 +22,8 @@
 //                   wave, no second kernel. Any M up to 64.
 //
 // Tuning (template): BN, 32, 64 or 128 rows of W a tile; Stages, the ring's depth (12, 16 and 24
-// KB a stage; 16, 12 and 8 stages, about 192 KB). launch_skinny_wgmma picks schedule and width.
+// KB a stage; 16, 12 and 8 stages, about 192 KB). launch_skinny_wgmma (cuda_gemm_skinny_wgmma_launch.cuh)
+// picks schedule and width.
 #pragma once
 
 #include <algorithm>
@@ -50,11 +51,20 @@ struct Layout {
 // The grid's work and split-K workspace: sm90::WgmmaGrid, with one row of tiles (staged unused).
 using Grid = sm90::WgmmaGrid;
 
+constexpr int kNoPeer = -1;
+
+__device__ __forceinline__ void release(uint32_t empty, int peer) {
+  sm90::mbar_arrive(empty);
+  if (peer != kNoPeer) sm90::mbar_arrive_remote(empty, static_cast<uint32_t>(peer));
+}
+
 // k-tiles [kt_begin, kt_end) of one tile from the ring (its positions n_used on) into acc,
-// each stage freed once the wgmma group reading it has completed.
+// each stage freed once the wgmma group reading it has completed: on this block's empty barrier
+// and, with a peer (the other block of a cluster pair, whose producer writes this block's stages
+// too), on the peer's.
 template <typename T, int BN, int Stages>
 __device__ __forceinline__ void accumulate(float (&acc)[BN / 2], uint32_t smem, const sm90::Ring& ring,
-                                           int kt_begin, int kt_end, int& n_used) {
+                                           int kt_begin, int kt_end, int& n_used, int peer = kNoPeer) {
   using S = Layout<BN, Stages>;
   const int lane = static_cast<int>(threadIdx.x % 32);
 #pragma unroll
@@ -70,11 +80,11 @@ __device__ __forceinline__ void accumulate(float (&acc)[BN / 2], uint32_t smem, 
                                 sm90::smem_desc(b + kk * 32, 16, 1024));
     sm90::wgmma_commit();
     sm90::wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
-    if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
+    if (held >= 0 && lane == 0) release(ring.empty(held), peer);
     held = n_used;
   }
   sm90::wgmma_wait<0>();
-  if (held >= 0 && lane == 0) sm90::mbar_arrive(ring.empty(held));
+  if (held >= 0 && lane == 0) release(ring.empty(held), peer);
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[i]);
 }
@@ -202,41 +212,6 @@ int launch_stream_k(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStre
           return ak_cuda::check_launch();
         });
       });
-}
-
-// How the form takes a call: width 32 or 64 forces whole tiles of that width from 17 rows of A
-// (split_k as launch's); stream_k 64 or 128 forces stream-K at that width (width then unused).
-// Chosen (width 0, stream_k 1) where the H200 measured the form faster (docs/benchmarks.md,
-// twenty-eighth and twenty-ninth sessions), past 32 rows of A: whole tiles of 32 where they make
-// between half a wave and one (64 x 4096 x 4096: 15.4 against 18.2 us, cuBLAS 14.4), of 64 where
-// those do (64 x 8192 x 4096: 22.8 against 26.9, cuBLAS 21.8), stream-K at 64 where tiles of 64
-// make between one and two waves (64 x 11008 x 4096: 33.6 against 35.8 with whole tiles, cuBLAS
-// 27.6); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there: 64 x 32000 x
-// 4096 77.8 against 72.4). stream_k 0: whole tiles of 64 up to one and a half waves instead.
-template <typename T>
-int launch_skinny_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
-                        int width, int stream_k) {
-  if (stream_k > 1)
-    return stream_k == 128 ? launch_stream_k<T, 128, 8>(p, store, stream)
-                           : launch_stream_k<T, 64, 12>(p, store, stream);
-  if (width == 0) {
-    const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount);
-    const int64_t narrow = (p.n + 31) / 32, wide = (p.n + 63) / 64;
-    if (p.m <= 32) return AK_ERR_UNSUPPORTED;
-    if (2 * narrow > sms && narrow <= sms)
-      width = 32;
-    else if (2 * wide > sms && wide <= sms)
-      width = 64;
-    else if (stream_k == 1 && wide > sms && wide <= 2 * sms)
-      return launch_stream_k<T, 64, 12>(p, store, stream);
-    else if (stream_k == 0 && 2 * wide > sms && 2 * wide <= 3 * sms)
-      width = 64;
-    else
-      return AK_ERR_UNSUPPORTED;
-    if (split_k == 0) split_k = 1;
-  }
-  return width == 32 ? launch<T, 32, 16>(p, store, stream, split_k)
-                     : launch<T, 64, 12>(p, store, stream, split_k);
 }
 
 }  // namespace ak_gemm::skinny_wgmma

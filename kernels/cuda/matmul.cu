@@ -127,6 +127,11 @@
 //                     tiles). 64 or 128 force stream-K at that width for any M up to 64 whenever
 //                     SKINNY_WGMMA != 0; 0 never (whole tiles of 64 up to one and a half waves
 //                     instead). Not a @tune.
+//   SKINNY_MULTICAST  1: where the wgmma form takes whole tiles (chosen or forced by SKINNY_WGMMA),
+//                     clusters of two blocks along W's tiles share A: each brings half of A's rows
+//                     from L2 and TMA multicasts them to both (cuda_gemm_skinny_multicast.cuh), as
+//                     cuBLAS's kernels for these shapes do; no K split. 0 (the default): each
+//                     block reads all of A. Not yet run on a GPU. Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -168,7 +173,7 @@
 #include "autokernel/cuda_gemm_fp32.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_skinny.cuh"
-#include "autokernel/cuda_gemm_skinny_wgmma.cuh"
+#include "autokernel/cuda_gemm_skinny_wgmma_launch.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 #include "autokernel/cuda_gemm_tf32x3.cuh"
 
@@ -219,6 +224,9 @@
 #endif
 #ifndef SKINNY_STREAM_K
 #define SKINNY_STREAM_K 1
+#endif
+#ifndef SKINNY_MULTICAST
+#define SKINNY_MULTICAST 0
 #endif
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 0
@@ -306,7 +314,7 @@ int launch(const ak_call* call) {
       const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
                                       : skinny_wgmma::launch_skinny_wgmma(
                                             p, store, stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA,
-                                            SKINNY_STREAM_K);
+                                            SKINNY_STREAM_K, SKINNY_MULTICAST);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     if constexpr (SKINNY != 0) {

@@ -245,6 +245,23 @@ TEST_F(CudaHarness, MatmulSkinnyStreamKPassesEveryStage) {
                               "matmul", {{shape, dtype}});
 }
 
+// The wgmma form in clusters of two sharing A by TMA multicast (SKINNY_MULTICAST,
+// cuda_gemm_skinny_multicast.cuh): the defaults' whole tiles of 32 (64 x 4096 x 4096: 64 pairs),
+// more pairs than clusters (33 x 11008 x 4096 at 32 rows: 172 pairs, persistent), an odd count of
+// tiles with N and K ragged (48 x 4000 x 4104 at 64 rows: 63 tiles, the last pair's second tile
+// past N), and 17 rows (the second block's half of A mostly past M).
+TEST_F(CudaHarness, MatmulSkinnyMulticastPassesEveryStage) {
+  struct Case {
+    std::string defines, shape, dtype;
+  };
+  for (const auto& [defines, shape, dtype] : std::vector<Case>{
+           {"#define SKINNY_MULTICAST 1", "64x4096x4096:b_nk=1", "fp16"},
+           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "33x11008x4096:b_nk=1", "bf16"},
+           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 64", "48x4000x4104:b_nk=1", "bf16"},
+           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"}})
+    expect_every_stage_passes(starter_with("matmul", defines), "matmul", {{shape, dtype}});
+}
+
 // The compute-bound starters built for an Ampere (--arch compute_80: that target's PTX, compiled
 // by the driver for this GPU on load). Their Hopper kernels (wgmma, TMA, clusters) are traps in such
 // a build, so a PASS says every call went to the code an A100 or an RTX 40 runs: matmul's mma tiles,

@@ -223,7 +223,8 @@ class TransformersUserPath(unittest.TestCase):
             # include one that is not a matmul, whichever order the CPU's timings put them in.
             plan = engine("extract", "--top", "4", "--backend", "host", "--workspace", str(ws), "--json")
             # one experiment per kernel: each one's defaults, through the harness
-            engine("optimize", "--workspace", str(ws), "--backend", "host", "--budget", "3", "--quick", "--json")
+            engine("optimize", "--workspace", str(ws), "--backend", "host", "--budget", str(len(plan["kernels"])),
+                   "--quick", "--json")
             engine("verify", "--workspace", str(ws), "--plug", "all", "--compile-modes", "none", "--iterations",
                    "1", "--json")
             export = engine("export", "--workspace", str(ws), "--out", str(directory / "wheel"), "--json")
