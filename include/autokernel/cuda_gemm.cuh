@@ -20,6 +20,7 @@
 //   tile_of            block index -> (tile_m, tile_n), grouped along M so that neighbouring
 //                      blocks share A and B tiles in L2
 //   device_attribute   cudaDeviceGetAttribute for the current device, cached per device
+//   cluster_launch, clusters_that_fit   launches in thread block clusters, and how many fit
 // Deterministic: each output is one thread's fixed-order sum; no atomics, no split-K here.
 // Hopper (wgmma, TMA, mbarriers): cuda_gemm_sm90.cuh; fp32 FFMA tiles: cuda_gemm_simt.cuh;
 // matmul's fp32 (split-K, matrix-vector): cuda_gemm_fp32.cuh.
@@ -182,6 +183,51 @@ bool allow_shared_memory(Kernel kernel, int bytes) {
   if (bytes > device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return false;
   if (bytes <= 48 * 1024) return true;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+}
+
+// A launch of `grid` blocks of `threads` (smem_bytes of dynamic shared memory each) in thread block
+// clusters of `cluster` blocks, for cudaLaunchKernelEx; `attribute` holds the cluster's shape and
+// must outlive the config.
+inline cudaLaunchConfig_t cluster_launch(dim3 grid, int threads, int smem_bytes, dim3 cluster,
+                                         cudaStream_t stream, cudaLaunchAttribute (&attribute)[1]) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+  config.stream = stream;
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = cluster.x;
+  attribute[0].val.clusterDim.y = cluster.y;
+  attribute[0].val.clusterDim.z = cluster.z;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+// How many clusters of `cluster` blocks of kKernel (threads and smem_bytes as it is launched) the
+// device runs at once, 0 where it cannot say; read once per kernel and cluster size (for the first
+// device asked: the clusters that fit are the same on GPUs of a kind).
+template <auto kKernel>
+int clusters_that_fit(int threads, int smem_bytes, dim3 cluster) {
+  constexpr unsigned kPortable = 8;                   // blocks in a portable cluster
+  static std::atomic<int> known[kPortable + 1] = {};  // by size: the count + 1, 0 until read
+  const unsigned size = cluster.x * cluster.y * cluster.z;
+  if (size < 1 || size > kPortable) return 0;
+  std::atomic<int>& slot = known[size];
+  if (slot.load() == 0) {
+    int count = 0;
+    if (allow_shared_memory(kKernel, smem_bytes)) {
+      cudaLaunchAttribute attribute[1];
+      const cudaLaunchConfig_t config =
+          cluster_launch(cluster, threads, smem_bytes, cluster, nullptr, attribute);
+      if (cudaOccupancyMaxActiveClusters(&count, kKernel, &config) != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: the call only asked
+        count = 0;
+      }
+    }
+    slot.store(count + 1);
+  }
+  return slot.load() - 1;
 }
 
 // ---- Tensor-core path (mma.sync, sm_80 and later) ----------------------------------------------

@@ -26,7 +26,6 @@
 #include <limits.h>
 
 #include <algorithm>
-#include <atomic>
 #include <type_traits>
 
 #include "autokernel/cuda_gemm.cuh"
@@ -210,42 +209,9 @@ struct StagedForm {
   static constexpr int kSmemBytes = staged_smem_bytes<NT, G, WR, kRing>();
   static constexpr Kernel<T> kernel = mma_staged_nk_kernel<T, NT, G, WR, kRing>;
 
-  // How many clusters of `cluster` blocks (1 x cluster x 1) the device runs at once; read once per
-  // cluster size (for the first device asked: the clusters that fit are the same on GPUs of a kind).
+  // How many clusters of `cluster` blocks (1 x cluster x 1) the device runs at once.
   static int clusters_that_fit(int cluster) {
-    static std::atomic<int> known[kMaxClusterBlocks + 1] = {};  // by size: the count + 1, 0 until read
-    if (cluster < 1 || cluster > kMaxClusterBlocks) return 0;
-    std::atomic<int>& slot = known[cluster];
-    if (slot.load() == 0) {
-      int count = 0;
-      if (allow_shared_memory(kernel, kSmemBytes)) {
-        cudaLaunchAttribute attribute[1];
-        cudaLaunchConfig_t config = cluster_launch(dim3(1, cluster), nullptr, attribute);
-        if (cudaOccupancyMaxActiveClusters(&count, kernel, &config) != cudaSuccess) {
-          (void)cudaGetLastError();  // not sticky: the call only asked
-          count = 0;
-        }
-      }
-      slot.store(count + 1);
-    }
-    return slot.load() - 1;
-  }
-
-  // A launch config of `grid` blocks in clusters of grid.y (K's splits of one tile of W).
-  static cudaLaunchConfig_t cluster_launch(dim3 grid, cudaStream_t stream,
-                                           cudaLaunchAttribute (&attribute)[1]) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(kSmemBytes);
-    config.stream = stream;
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = 1;
-    attribute[0].val.clusterDim.y = grid.y;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return config;
+    return ak_gemm::clusters_that_fit<kernel>(kThreads, kSmemBytes, dim3(1, static_cast<unsigned>(cluster)));
   }
 };
 
@@ -292,8 +258,9 @@ int launch_cluster_split(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStre
     if (!allow_shared_memory(Form::kernel, Form::kSmemBytes)) return AK_ERR_UNSUPPORTED;
     const dim3 grid(static_cast<unsigned>((p.n + plan.rows - 1) / plan.rows),
                     static_cast<unsigned>(plan.cluster));
-    cudaLaunchAttribute attribute[1];
-    const cudaLaunchConfig_t config = Form::cluster_launch(grid, stream, attribute);
+    cudaLaunchAttribute attribute[1];  // K's splits of one tile of W are the blocks of a cluster
+    const cudaLaunchConfig_t config =
+        cluster_launch(grid, kThreads, Form::kSmemBytes, dim3(1, grid.y), stream, attribute);
     const cudaError_t rc = cudaLaunchKernelEx(&config, Form::kernel, p.a, p.lda, p.b[0], p.ldb, p.m, p.n, p.k,
                                               plan.chunk, c, ldc, static_cast<float*>(nullptr));
     if (rc == cudaSuccess) return AK_OK;

@@ -24,7 +24,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 
 #include "autokernel/cuda_gemm_skinny_wgmma.cuh"
 
@@ -75,56 +74,27 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// How many clusters of two of this kernel the device runs at once (0 where it cannot say), read
-// once per instantiation: more would put pairs in a second wave.
-template <typename T, int BN, int Stages>
-int pairs_that_fit(cudaLaunchConfig_t config) {
-  static std::atomic<int> known{0};  // the count + 1, 0 until read
-  if (known.load() == 0) {
-    int count = 0;
-    if (cudaOccupancyMaxActiveClusters(&count, skinny_multicast_kernel<T, BN, Stages>, &config) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();  // not sticky: the call only asked
-      count = 0;
-    }
-    known.store(count + 1);
-  }
-  return known.load() - 1;
-}
-
 // AK_ERR_UNSUPPORTED where the form does not apply (not Hopper code, 16 rows of A or fewer or
-// more than 64, operands TMA cannot read, no cluster of two fits).
+// more than 64, operands TMA cannot read, no cluster of two fits). At most as many pairs at once
+// as the device runs clusters: more would put pairs in a second wave.
 template <typename T, int BN, int Stages>
 int launch_multicast(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
-  using S = Layout<BN, Stages>;
-  if (p.m <= 16 || p.m > kRowsA || !sm90::wgmma_eligible(p)) return AK_ERR_UNSUPPORTED;
+  constexpr auto kernel = skinny_multicast_kernel<T, BN, Stages>;
+  constexpr int kSmemBytes = Layout<BN, Stages>::kSmemBytes;
+  if (p.m <= 16) return AK_ERR_UNSUPPORTED;
   const int half_rows = (p.m + 15) / 16 * 8;  // ceil(M / 2), rounded up to whole swizzle atoms
-  CUtensorMap map_a_half, map_w;
-  if (!sm90::make_tensor_map(&map_a_half, p.a, p.m, p.k, p.lda, half_rows) ||
-      !sm90::make_tensor_map(&map_w, p.b[0], p.n, p.k, p.ldb, BN))
-    return AK_ERR_UNSUPPORTED;
-  const auto kernel = skinny_multicast_kernel<T, BN, Stages>;
-  if (!allow_shared_memory(kernel, S::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = 2;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(S::kSmemBytes);
-  config.stream = stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  config.gridDim = dim3(2);
-  const int fit = pairs_that_fit<T, BN, Stages>(config);
-  if (fit <= 0) return AK_ERR_UNSUPPORTED;
-  const int tiles = (p.n + BN - 1) / BN;
-  const PairGrid g{(tiles + 1) / 2, (p.k + kBK - 1) / kBK, half_rows};
-  config.gridDim = dim3(static_cast<unsigned>(2 * std::min(g.pairs, fit)));
-  if (cudaLaunchKernelEx(&config, kernel, map_a_half, map_w, g, store) == cudaSuccess) return AK_OK;
-  (void)cudaGetLastError();
-  return AK_ERR_LAUNCH;
+  return with_maps<T, BN>(p, half_rows, [&](const CUtensorMap& map_a_half, const CUtensorMap& map_w) {
+    const int fit = clusters_that_fit<kernel>(kThreads, kSmemBytes, dim3(2));
+    if (fit <= 0 || !allow_shared_memory(kernel, kSmemBytes)) return AK_ERR_UNSUPPORTED;
+    const int tiles = (p.n + BN - 1) / BN;
+    const PairGrid g{(tiles + 1) / 2, (p.k + kBK - 1) / kBK, half_rows};
+    cudaLaunchAttribute attribute[1];
+    const cudaLaunchConfig_t config = cluster_launch(dim3(static_cast<unsigned>(2 * std::min(g.pairs, fit))),
+                                                     kThreads, kSmemBytes, dim3(2), stream, attribute);
+    if (cudaLaunchKernelEx(&config, kernel, map_a_half, map_w, g, store) == cudaSuccess) return AK_OK;
+    (void)cudaGetLastError();
+    return AK_ERR_LAUNCH;
+  });
 }
 
 }  // namespace ak_gemm::skinny_wgmma

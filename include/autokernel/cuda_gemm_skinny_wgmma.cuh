@@ -131,13 +131,13 @@ template <typename T, int BN, int Stages, class Work>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
                         const Work work, const StoreC<T> store) {
+#if AK_SM90_CODE
+  using S = Layout<BN, Stages>;
   // A's box is its M rows (with_kernel): the rows of a stage's A buffer past M are never written,
   // and what the wgmma makes of them lands in rows of C that are never stored (a row of C reads
   // only its own row of A). TMA then fills nothing it does not have to: rows past the tensor cost
   // it time (33 x 4096 x 4096 with a box of 64 rows took 19.3 us against 16.3 at 64 x 4096 x 4096).
-  const uint32_t tx_bytes = static_cast<uint32_t>(store.m) * kBK * 2 + Layout<BN, Stages>::kWBytes;
-#if AK_SM90_CODE
-  using S = Layout<BN, Stages>;
+  const uint32_t tx_bytes = static_cast<uint32_t>(store.m) * kBK * 2 + S::kWBytes;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * S::kStageBytes;
@@ -170,18 +170,28 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// run(kernel, map_a, map_w, sms) once the problem suits the form (Hopper code, at most 64 rows of
-// A, operands TMA can read) and the kernel has its shared memory; else AK_ERR_UNSUPPORTED.
-template <typename T, int BN, int Stages, class Work, class Run>
-int with_kernel(const GemmProblem<T, 1>& p, Run&& run) {
+// run(map_a, map_w) once the problem suits the wgmma forms (at most 64 rows of A, operands TMA can
+// read), A read in boxes of a_box_rows; else AK_ERR_UNSUPPORTED.
+template <typename T, int BN, class Run>
+int with_maps(const GemmProblem<T, 1>& p, int a_box_rows, Run&& run) {
   CUtensorMap map_a, map_w;
-  if (p.m > kRowsA || !sm90::wgmma_eligible(p) || !sm90::make_tensor_map(&map_a, p.a, p.m, p.k, p.lda, p.m) ||
+  if (p.m > kRowsA || !sm90::wgmma_eligible(p) ||
+      !sm90::make_tensor_map(&map_a, p.a, p.m, p.k, p.lda, a_box_rows) ||
       !sm90::make_tensor_map(&map_w, p.b[0], p.n, p.k, p.ldb, BN))
     return AK_ERR_UNSUPPORTED;
-  const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
-  const auto kernel = skinny_wgmma_kernel<T, BN, Stages, Work>;
-  if (sms <= 0 || !allow_shared_memory(kernel, Layout<BN, Stages>::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  return run(kernel, map_a, map_w, sms);
+  return run(map_a, map_w);
+}
+
+// run(kernel, map_a, map_w, sms) with A's box at its M rows (see the kernel) once the kernel has
+// its shared memory; else AK_ERR_UNSUPPORTED.
+template <typename T, int BN, int Stages, class Work, class Run>
+int with_kernel(const GemmProblem<T, 1>& p, Run&& run) {
+  return with_maps<T, BN>(p, p.m, [&](const CUtensorMap& map_a, const CUtensorMap& map_w) {
+    const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
+    const auto kernel = skinny_wgmma_kernel<T, BN, Stages, Work>;
+    if (sms <= 0 || !allow_shared_memory(kernel, Layout<BN, Stages>::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+    return run(kernel, map_a, map_w, sms);
+  });
 }
 
 // Whole tiles over a persistent grid, from 17 rows of A (AK_ERR_UNSUPPORTED below). split_k as the

@@ -63,19 +63,16 @@ inline Splits choose_splits(int k, int64_t blocks, int64_t target, int min_k, in
 template <typename T, class Launch>
 int with_split_workspace(int splits, int64_t slice, int64_t ldw, int m, int n, T* c, int64_t ldc,
                          cudaStream_t stream, Launch&& launch) {
-  void* ws = nullptr;
-  if (!ak_cuda::alloc_workspace(&ws, static_cast<size_t>(splits) * slice * sizeof(float), stream))
-    return AK_ERR_LAUNCH;
-  float* w = static_cast<float*>(ws);
-  int rc = launch(w);
-  if (rc == AK_OK) {
+  const size_t bytes = static_cast<size_t>(splits) * slice * sizeof(float);
+  return ak_cuda::with_workspace(bytes, stream, [&](void* ws) {
+    float* w = static_cast<float*>(ws);
+    const int rc = launch(w);
+    if (rc != AK_OK) return rc;
     const int64_t blocks = (static_cast<int64_t>(m) * n + kSumThreads - 1) / kSumThreads;
     sum_splits<T>
         <<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(w, splits, slice, ldw, m, n, c, ldc);
-    rc = ak_cuda::check_launch();
-  }
-  const bool freed = ak_cuda::free_workspace(ws, stream);
-  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+    return ak_cuda::check_launch();
+  });
 }
 
 }  // namespace ak_gemm

@@ -89,17 +89,13 @@ template <class Launch>
 int with_workspace(Plan plan, int64_t slot_floats, cudaStream_t stream, Launch&& launch) {
   const size_t slot_bytes = static_cast<size_t>(plan.blocks) * slot_floats * sizeof(float);
   const size_t flag_bytes = static_cast<size_t>(plan.blocks) * sizeof(int);
-  void* ws = nullptr;
-  if (!ak_cuda::alloc_workspace(&ws, slot_bytes + flag_bytes, stream)) return AK_ERR_LAUNCH;
-  plan.slots = static_cast<float*>(ws);
-  plan.flags = reinterpret_cast<int*>(static_cast<char*>(ws) + slot_bytes);
-  int rc = AK_ERR_LAUNCH;
-  if (cudaMemsetAsync(plan.flags, 0, flag_bytes, stream) == cudaSuccess)
-    rc = launch(plan);
-  else
+  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
+    plan.slots = static_cast<float*>(ws);
+    plan.flags = reinterpret_cast<int*>(static_cast<char*>(ws) + slot_bytes);
+    if (cudaMemsetAsync(plan.flags, 0, flag_bytes, stream) == cudaSuccess) return launch(plan);
     (void)cudaGetLastError();  // reported here, not left for the next launch
-  const bool freed = ak_cuda::free_workspace(ws, stream);
-  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
+    return AK_ERR_LAUNCH;
+  });
 }
 
 }  // namespace ak_gemm::stream_k

@@ -20,7 +20,7 @@
 //   fast_exp2, kLog2e                2^v through ex2.approx (results below 2^-126 flush to zero)
 //   check_launch()                   AK_ERR_LAUNCH when the last launch failed
 //   alloc_workspace / free_workspace stream-ordered scratch from the device's default pool, kept
-//                                    pooled across synchronizations
+//                                    pooled across synchronizations; with_workspace around a use
 #pragma once
 
 #include <cuda_bf16.h>
@@ -189,6 +189,17 @@ inline bool alloc_workspace(void** p, size_t bytes, cudaStream_t stream) {
 // Gives a workspace back to the pool once the work enqueued before on `stream` is done.
 inline bool free_workspace(void* p, cudaStream_t stream) {
   return cudaFreeAsync(p, stream) == cudaSuccess;
+}
+
+// rc = use(p) with `bytes` of workspace p (alloc_workspace) that goes back to the pool after the
+// work use enqueued: rc, else AK_ERR_LAUNCH when the workspace cannot be had or given back.
+template <class Use>
+int with_workspace(size_t bytes, cudaStream_t stream, Use&& use) {
+  void* p = nullptr;
+  if (!alloc_workspace(&p, bytes, stream)) return AK_ERR_LAUNCH;
+  const int rc = use(p);
+  const bool freed = free_workspace(p, stream);
+  return rc != AK_OK ? rc : (freed ? AK_OK : AK_ERR_LAUNCH);
 }
 
 inline cudaStream_t stream_of(const ak_call* call) {

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 
 extern char** environ;
 
@@ -253,9 +254,7 @@ std::string ProcessResult::tail(size_t lines) const {
   }
   std::string joined;
   for (const auto& l : kept) joined += (joined.empty() ? "" : " | ") + l;
-  for (char& ch : joined)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == '\x7f') ch = ' ';
-  return joined;
+  return printable(std::move(joined));
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {

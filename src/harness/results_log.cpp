@@ -11,17 +11,10 @@
 
 #include "core/error.h"
 #include "core/paths.h"
+#include "core/text.h"
 
 namespace ak {
 namespace {
-
-// Tabs and newlines inside a field would break the table, and a terminal's escapes would let a
-// field (an agent's words, a kernel's output) redraw the rows shown around it.
-std::string clean(std::string text) {
-  for (char& ch : text)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == '\x7f') ch = ' ';
-  return text;
-}
 
 class LockedFile {
  public:
@@ -64,14 +57,17 @@ void append_result(const std::filesystem::path& tsv, const ResultRow& row) {
   const ExperimentRequest& q = *row.request;
   const ExperimentResult& r = *row.result;
   std::ostringstream line;
-  line << utc_timestamp() << '\t' << row.command << '\t' << q.op << '\t' << clean(row.kernel) << '\t'
-       << clean(row.config) << '\t' << to_string(q.backend) << '\t' << clean(row.device) << '\t'
+  // Every text field printable(): a tab or newline would break the table, and a terminal's escape
+  // would let a field (an agent's words, a kernel's output) redraw the rows shown around it.
+  line << utc_timestamp() << '\t' << row.command << '\t' << q.op << '\t' << printable(row.kernel) << '\t'
+       << printable(row.config) << '\t' << to_string(q.backend) << '\t' << printable(row.device) << '\t'
        << to_string(q.dtype) << '\t' << q.problem.to_string() << '\t' << to_string(r.status) << '\t'
-       << r.stage << '\t' << clean(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
+       << r.stage << '\t' << printable(r.reason.substr(0, 400)) << '\t' << r.timing.median_us << '\t'
        << r.timing.noise << '\t' << r.timing.samples << '\t' << r.gbps << '\t' << r.tflops << '\t'
-       << r.roofline << '\t' << row.experiment << '\t' << clean(row.name) << '\t' << row.decision << '\t'
+       << r.roofline << '\t' << row.experiment << '\t' << printable(row.name) << '\t' << row.decision << '\t'
        << row.commit << '\t' << row.elapsed_s << '\t' << r.timing.spread << '\t' << phase_seconds(r) << '\t'
-       << clean(row.worker) << '\t' << kNoLongerWritten << row.best_again_us << '\t' << row.again_us << '\n';
+       << printable(row.worker) << '\t' << kNoLongerWritten << row.best_again_us << '\t' << row.again_us
+       << '\n';
   LockedFile file(tsv);
   if (file.empty()) file.write(results_header());
   file.write(line.str());

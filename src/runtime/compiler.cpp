@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 #include "runtime/triton_build.h"
 
 namespace ak {
@@ -99,10 +100,10 @@ std::string first_error_lines(const std::string& log, size_t max_lines) {
     seen_error = true;
     lines.push_back(line);
   }
-  if (lines.empty()) return log.substr(0, 2000);
+  if (lines.empty()) return printable(log.substr(0, 2000), true);
   std::string out;
   for (const auto& l : lines) out += l + "\n";
-  return out;
+  return printable(std::move(out), true);  // the compiler quotes the kernel's source
 }
 
 BuildResult build_module(const BuildRequest& r) {

@@ -10,6 +10,13 @@
 namespace ak::test {
 namespace {
 
+std::string starter_with(const std::string& op, const std::string& defines);
+
+// The matmul starter with `defines` in front of its own (none: the starter as it is), on one case.
+struct MatmulVariant {
+  std::string defines, shape, dtype;
+};
+
 class CudaHarness : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,6 +39,12 @@ class CudaHarness : public ::testing::Test {
       const auto j = bench(file, op, shape, {"--dtype", dtype});
       EXPECT_EQ(j.value("status", ""), "PASS") << file << ": " << shape << " " << dtype << "\n" << j.dump(2);
     }
+  }
+  void expect_matmul_variants_pass(const std::vector<MatmulVariant>& variants) {
+    for (const auto& [defines, shape, dtype] : variants)
+      expect_every_stage_passes(defines.empty() ? std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu"
+                                                : starter_with("matmul", defines),
+                                "matmul", {{shape, dtype}});
   }
 };
 
@@ -163,23 +176,16 @@ TEST_F(CudaHarness, MatmulSkinnyPassesEveryStageAndBeatsSplitKOnDecodeShapes) {
 // blocks, two splits on 132 SMs). SKINNY_WGMMA = 0: by default the wgmma form takes some of these
 // calls (64 x 8192 x 4096).
 TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
-  struct Case {
-    std::string rows, shape, dtype;
-  };
-  for (const auto& [rows, shape, dtype] : std::vector<Case>{{"1", "61x2008x1032:b_nk=1", "fp16"},
-                                                            {"1", "64x8192x4096:b_nk=1", "bf16"},
-                                                            {"32", "27x2000x1032:b_nk=1", "bf16"},
-                                                            {"32", "64x4096x4096:b_nk=1", "fp16"},
-                                                            {"64", "61x2008x1032:b_nk=1", "fp16"},
-                                                            {"64", "17x4096x4096:b_nk=1", "fp16"},
-                                                            {"128", "50x2008x1032:b_nk=1", "bf16"},
-                                                            {"128", "64x11008x4096:b_nk=1", "fp16"}})
-    expect_every_stage_passes(
-        starter_with(
-            "matmul",
-            "#define SKINNY_STAGED 1\n#define SKINNY_WGMMA 0\n#define SKINNY_MAX_M 64\n#define SKINNY " +
-                rows),
-        "matmul", {{shape, dtype}});
+  const std::string staged =
+      "#define SKINNY_STAGED 1\n#define SKINNY_WGMMA 0\n#define SKINNY_MAX_M 64\n#define SKINNY ";
+  expect_matmul_variants_pass({{staged + "1", "61x2008x1032:b_nk=1", "fp16"},
+                               {staged + "1", "64x8192x4096:b_nk=1", "bf16"},
+                               {staged + "32", "27x2000x1032:b_nk=1", "bf16"},
+                               {staged + "32", "64x4096x4096:b_nk=1", "fp16"},
+                               {staged + "64", "61x2008x1032:b_nk=1", "fp16"},
+                               {staged + "64", "17x4096x4096:b_nk=1", "fp16"},
+                               {staged + "128", "50x2008x1032:b_nk=1", "bf16"},
+                               {staged + "128", "64x11008x4096:b_nk=1", "fp16"}});
 }
 
 // SKINNY_CLUSTER = 1: K cut over the blocks of a thread block cluster, their sums added through
@@ -191,19 +197,15 @@ TEST_F(CudaHarness, MatmulSkinnyStagedPassesEveryStage) {
 // forced height (48 rows of A at 64 rows of W: clusters of 2); a grouped-query key projection
 // (17 x 1024 x 4096: 32 rows, clusters of 4).
 TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
-  struct Case {
-    std::string rows, shape, dtype;
-  };
-  for (const auto& [rows, shape, dtype] : std::vector<Case>{{"1", "64x4096x4096:b_nk=1", "fp16"},
-                                                            {"1", "64x11008x4096:b_nk=1", "bf16"},
-                                                            {"1", "32x11008x4096:b_nk=1", "fp16"},
-                                                            {"1", "64x32000x4096:b_nk=1", "fp16"},
-                                                            {"1", "64x4000x4104:b_nk=1", "bf16"},
-                                                            {"1", "32x4096x4096:b_nk=1", "bf16"},
-                                                            {"64", "48x4096x4096:b_nk=1", "fp16"},
-                                                            {"1", "17x1024x4096:b_nk=1", "fp16"}})
-    expect_every_stage_passes(starter_with("matmul", "#define SKINNY_CLUSTER 1\n#define SKINNY " + rows),
-                              "matmul", {{shape, dtype}});
+  const std::string cluster = "#define SKINNY_CLUSTER 1\n#define SKINNY ";
+  expect_matmul_variants_pass({{cluster + "1", "64x4096x4096:b_nk=1", "fp16"},
+                               {cluster + "1", "64x11008x4096:b_nk=1", "bf16"},
+                               {cluster + "1", "32x11008x4096:b_nk=1", "fp16"},
+                               {cluster + "1", "64x32000x4096:b_nk=1", "fp16"},
+                               {cluster + "1", "64x4000x4104:b_nk=1", "bf16"},
+                               {cluster + "1", "32x4096x4096:b_nk=1", "bf16"},
+                               {cluster + "64", "48x4096x4096:b_nk=1", "fp16"},
+                               {cluster + "1", "17x1024x4096:b_nk=1", "fp16"}});
 }
 
 // The wgmma form of the skinny products (SKINNY_WGMMA, cuda_gemm_skinny_wgmma.cuh), both tile
@@ -212,17 +214,12 @@ TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
 // (A's box is M rows; the stage's rows past it are never written, their rows of C never stored),
 // N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104).
 TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
-  struct Case {
-    std::string defines, shape, dtype;
-  };
-  for (const auto& [defines, shape, dtype] :
-       std::vector<Case>{{"#define SKINNY_WGMMA 32", "64x4096x4096:b_nk=1", "fp16"},
-                         {"#define SKINNY_WGMMA 64", "64x4096x4096:b_nk=1", "bf16"},
-                         {"#define SKINNY_WGMMA 32", "64x11008x4096:b_nk=1", "bf16"},
-                         {"#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"},
-                         {"#define SKINNY_WGMMA 64\n#define SPLIT_K 4", "33x4096x4096:b_nk=1", "fp16"},
-                         {"#define SKINNY_WGMMA 32", "48x4000x4104:b_nk=1", "bf16"}})
-    expect_every_stage_passes(starter_with("matmul", defines), "matmul", {{shape, dtype}});
+  expect_matmul_variants_pass({{"#define SKINNY_WGMMA 32", "64x4096x4096:b_nk=1", "fp16"},
+                               {"#define SKINNY_WGMMA 64", "64x4096x4096:b_nk=1", "bf16"},
+                               {"#define SKINNY_WGMMA 32", "64x11008x4096:b_nk=1", "bf16"},
+                               {"#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"},
+                               {"#define SKINNY_WGMMA 64\n#define SPLIT_K 4", "33x4096x4096:b_nk=1", "fp16"},
+                               {"#define SKINNY_WGMMA 32", "48x4000x4104:b_nk=1", "bf16"}});
 }
 
 // Stream-K in the wgmma form (SKINNY_STREAM_K, cuda_gemm_stream_k.cuh): a tile cut between two
@@ -231,18 +228,11 @@ TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
 // single row of A, and the defaults where they choose it (64 x 14336 x 4096: 224 tiles of 64).
 // Every stage includes determinism: the owners add their helpers' sums in block order.
 TEST_F(CudaHarness, MatmulSkinnyStreamKPassesEveryStage) {
-  struct Case {
-    std::string defines, shape, dtype;
-  };
-  for (const auto& [defines, shape, dtype] :
-       std::vector<Case>{{"#define SKINNY_STREAM_K 64", "64x11008x4096:b_nk=1", "fp16"},
-                         {"#define SKINNY_STREAM_K 64", "17x1024x4096:b_nk=1", "bf16"},
-                         {"#define SKINNY_STREAM_K 128", "48x4000x4104:b_nk=1", "bf16"},
-                         {"#define SKINNY_STREAM_K 64", "1x4096x4096:b_nk=1", "fp16"},
-                         {"", "64x14336x4096:b_nk=1", "fp16"}})
-    expect_every_stage_passes(defines.empty() ? std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu"
-                                              : starter_with("matmul", defines),
-                              "matmul", {{shape, dtype}});
+  expect_matmul_variants_pass({{"#define SKINNY_STREAM_K 64", "64x11008x4096:b_nk=1", "fp16"},
+                               {"#define SKINNY_STREAM_K 64", "17x1024x4096:b_nk=1", "bf16"},
+                               {"#define SKINNY_STREAM_K 128", "48x4000x4104:b_nk=1", "bf16"},
+                               {"#define SKINNY_STREAM_K 64", "1x4096x4096:b_nk=1", "fp16"},
+                               {"", "64x14336x4096:b_nk=1", "fp16"}});
 }
 
 // The wgmma form in clusters of two sharing A by TMA multicast (SKINNY_MULTICAST,
@@ -251,15 +241,11 @@ TEST_F(CudaHarness, MatmulSkinnyStreamKPassesEveryStage) {
 // tiles with N and K ragged (48 x 4000 x 4104 at 64 rows: 63 tiles, the last pair's second tile
 // past N), and 17 rows (the second block's half of A mostly past M).
 TEST_F(CudaHarness, MatmulSkinnyMulticastPassesEveryStage) {
-  struct Case {
-    std::string defines, shape, dtype;
-  };
-  for (const auto& [defines, shape, dtype] : std::vector<Case>{
-           {"#define SKINNY_MULTICAST 1", "64x4096x4096:b_nk=1", "fp16"},
-           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "33x11008x4096:b_nk=1", "bf16"},
-           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 64", "48x4000x4104:b_nk=1", "bf16"},
-           {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"}})
-    expect_every_stage_passes(starter_with("matmul", defines), "matmul", {{shape, dtype}});
+  expect_matmul_variants_pass(
+      {{"#define SKINNY_MULTICAST 1", "64x4096x4096:b_nk=1", "fp16"},
+       {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "33x11008x4096:b_nk=1", "bf16"},
+       {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 64", "48x4000x4104:b_nk=1", "bf16"},
+       {"#define SKINNY_MULTICAST 1\n#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"}});
 }
 
 // The compute-bound starters built for an Ampere (--arch compute_80: that target's PTX, compiled

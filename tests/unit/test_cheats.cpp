@@ -94,6 +94,16 @@ TEST(CheatBattery, ItsOutputInAReasonForgesNoLineOfTheReport) {
   EXPECT_EQ(reason.find_first_of("\r\n\x1b"), std::string::npos) << j.dump(2);
 }
 
+// The compiler quotes a refused source in its error, which becomes the COMPILE_ERROR's reason:
+// terminal escapes in that source come out as spaces, the compiler's lines kept apart.
+TEST(CheatBattery, ItsSourceInACompileErrorForgesNoLineOfTheReport) {
+  const auto j = bench_cheat("forges_report_lines_when_refused.cpp");
+  EXPECT_EQ(j.value("status", ""), "COMPILE_ERROR") << j.dump(2);
+  const std::string reason = j.value("reason", "");
+  EXPECT_NE(reason.find("kept      (defaults)  PASS"), std::string::npos) << reason;  // the quote is there
+  EXPECT_EQ(reason.find_first_of("\r\x1b"), std::string::npos) << j.dump(2);
+}
+
 // The battery hides from the source lint on purpose: what stops these kernels is the judge and
 // the sandbox, and the lint stays a tripwire.
 TEST(CheatBattery, PassesTheLint) {
