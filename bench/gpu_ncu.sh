@@ -8,6 +8,8 @@
 # beside it.
 #   NCU_CASES="matmul,4096x4096x4096,fp16" THROUGHPUT_BUDGET=3m bash bench/gpu_ncu.sh
 #   NCU_BACKEND=triton NCU_CASES="fused_mlp,4096x4096x11008,fp16" bash bench/gpu_ncu.sh  # the Triton starter
+# A case's fourth field is a configuration of our starter, NAME=VALUE items joined by '+'
+# (written in as its defaults, as bench/matmul_shapes.py's columns): "matmul,64x4096x4096:b_nk=1,fp16,SKINNY_STREAM_K=0".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
@@ -29,12 +31,19 @@ build_autokernel || exit 1
 
 summaries=()
 for case in $NCU_CASES; do
-  IFS=, read -r op shape dtype <<<"$case"
-  tag=$(echo "$op-$shape-$dtype" | tr ':=' '__')
-  echo "== ncu $op $shape $dtype"
+  IFS=, read -r op shape dtype config <<<"$case"
+  tag=$(echo "$op-$shape-$dtype${config:+-$config}" | tr ':=+' '___')
+  kernel=kernels/$NCU_BACKEND/$op.$ext
+  if [[ -n $config ]]; then
+    kernel=$dir/$tag.$ext
+    python3 -c 'import sys; sys.path.insert(0, "bench"); from compare_ours import with_defaults
+print(with_defaults(open(sys.argv[1]).read(), sys.argv[2].replace("+", " "), sys.argv[3]), end="")' \
+      "kernels/$NCU_BACKEND/$op.$ext" "$config" "$NCU_BACKEND" >"$kernel" || exit 1
+  fi
+  echo "== ncu $op $shape $dtype ${config:-}"
   # Ours: checked and built by the harness first (not profiled: its checks hold the stream), then
   # driven through the ABI on the same inputs as PyTorch's call.
-  module=$("$AK" bench "kernels/$NCU_BACKEND/$op.$ext" --op "$op" --shape "$shape" --dtype "$dtype" --quick --json \
+  module=$("$AK" bench "$kernel" --op "$op" --shape "$shape" --dtype "$dtype" --quick --json \
     2>"$dir/$tag-bench.err" | tee "$dir/$tag-bench.json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("module", ""))')
   echo "ours: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["status"], round(d["timing"]["median_us"], 1), "us")' "$dir/$tag-bench.json" 2>&1)"
   ncu_run --profile-from-start off -o "$dir/$tag-ours" python3 bench/ncu_driver.py "$op" "$shape" "$dtype" \

@@ -16,6 +16,15 @@
 // block helps at most once (only a run's last piece can end short of a tile), so a slot per block
 // is enough.
 //
+// A flag is raised when it holds the launch's token, not when it is non-zero, so no memset zeroes
+// the flags before each launch: that was a second operation on the stream, and most of the 4.7 us
+// by which a stream-K call outlasted its kernel (64 x 11008 x 4096: 29.2 us in Nsight Compute,
+// 33.9 timed; docs/benchmarks.md, thirtieth session). The tokens of a process are distinct (a
+// counter through splitmix64, a bijection, seeded by where the process's counter lies), so a flag
+// left raised by an earlier launch does not read as raised, and memory that held anything else
+// matches one with a chance of 2^-64. A CUDA graph replays its launch with one token, so each
+// owner writes 0 back into the flags it waited for: after a launch ends no flag holds its token.
+//
 // An owner waits only for blocks of lower index. The GPU starts a grid's blocks in index order,
 // so those are running or done, and the grid finishes even when other work holds some SMs and
 // not all of its blocks are resident at once.
@@ -23,21 +32,24 @@
 //   Plan, plan_stream_k, for_each_piece   the runs and their pieces (stream_k_plan.h)
 //   publish            a helper's sums to its slot, then its flag
 //   add_helpers        the owner: waits for its helpers' flags and adds their sums, block order
-//   with_workspace     slots and zeroed flags from the stream-ordered pool around a launch
+//   next_token         a launch's token, distinct from every other of the process
+//   with_workspace     slots and flags from the stream-ordered pool around a launch
 // C++17, header-only.
 #pragma once
+
+#include <atomic>
 
 #include "autokernel/cuda_kernel.cuh"
 #include "autokernel/stream_k_plan.h"
 
 namespace ak_gemm::stream_k {
 
-__device__ __forceinline__ void store_release(int* flag, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(v) : "memory");
+__device__ __forceinline__ void store_release(unsigned long long* flag, unsigned long long v) {
+  asm volatile("st.release.gpu.global.b64 [%0], %1;\n" ::"l"(flag), "l"(v) : "memory");
 }
-__device__ __forceinline__ int load_acquire(const int* flag) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* flag) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.b64 %0, [%1];\n" : "=l"(v) : "l"(flag) : "memory");
   return v;
 }
 
@@ -55,19 +67,22 @@ __device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N],
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
   if (t == 0) {
     __threadfence();
-    store_release(plan.flags + blockIdx.x, 1);
+    store_release(plan.flags + blockIdx.x, plan.token);
   }
 }
 
 // The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks before it
-// from the one holding the tile's first k-tile, in block order.
+// from the one holding the tile's first k-tile, in block order; it lowers their flags for the
+// next launch (no other block reads them in this one: each helps one owner).
 template <int N>
 __device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&acc)[N], int barrier) {
   const int t = static_cast<int>(threadIdx.x % 128);
   const int first = plan.first_block_of(tile), last = static_cast<int>(blockIdx.x) - 1;
   if (t == 0)
-    for (int b = first; b <= last; ++b)
-      while (load_acquire(plan.flags + b) == 0) __nanosleep(64);
+    for (int b = first; b <= last; ++b) {
+      while (load_acquire(plan.flags + b) != plan.token) __nanosleep(64);
+      plan.flags[b] = 0;
+    }
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
   for (int b = first; b <= last; ++b) {
     const float4* slot = reinterpret_cast<const float4*>(plan.slots + static_cast<int64_t>(b) * N * 128);
@@ -82,19 +97,28 @@ __device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&
   }
 }
 
-// launch(plan) with plan.slots (slot_floats a block) and plan.flags from the stream-ordered pool,
-// the flags zeroed on the stream first; the workspace goes back after the launch's work.
-// AK_ERR_LAUNCH when it cannot be had.
+// A token no other launch of this process had, never 0.
+inline unsigned long long next_token() {
+  static std::atomic<unsigned long long> launches{0};
+  unsigned long long z = reinterpret_cast<uintptr_t>(&launches) + 0x9E3779B97F4A7C15ull * ++launches;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return z == 0 ? 1 : z;
+}
+
+// launch(plan) with plan.slots (slot_floats a block), plan.flags from the stream-ordered pool and
+// a fresh token; the workspace goes back after the launch's work. AK_ERR_LAUNCH when it cannot
+// be had.
 template <class Launch>
 int with_workspace(Plan plan, int64_t slot_floats, cudaStream_t stream, Launch&& launch) {
   const size_t slot_bytes = static_cast<size_t>(plan.blocks) * slot_floats * sizeof(float);
-  const size_t flag_bytes = static_cast<size_t>(plan.blocks) * sizeof(int);
+  const size_t flag_bytes = static_cast<size_t>(plan.blocks) * sizeof(unsigned long long);
   return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
     plan.slots = static_cast<float*>(ws);
-    plan.flags = reinterpret_cast<int*>(static_cast<char*>(ws) + slot_bytes);
-    if (cudaMemsetAsync(plan.flags, 0, flag_bytes, stream) == cudaSuccess) return launch(plan);
-    (void)cudaGetLastError();  // reported here, not left for the next launch
-    return AK_ERR_LAUNCH;
+    plan.flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes);
+    plan.token = next_token();
+    return launch(plan);
   });
 }
 

@@ -16,7 +16,10 @@ constexpr int kMinRun = 4;
 struct Plan {
   int tiles, k_tiles, blocks;
   float* slots;  // blocks slots of the consumers' accumulators (cuda_gemm_stream_k.cuh's publish)
-  int* flags;    // blocks flags, zero at launch; a helper sets its own to 1
+  // blocks flags: a helper raises its own by writing the launch's token, and the owner that waited
+  // for it writes 0 back (cuda_gemm_stream_k.cuh says why no memset zeroes them)
+  unsigned long long* flags;
+  unsigned long long token;
 
   AK_HOST_DEVICE int64_t total() const { return static_cast<int64_t>(tiles) * k_tiles; }
   // Block b's run is the iterations [begin(b), begin(b + 1)); none is empty while blocks <= total().
@@ -37,7 +40,7 @@ inline Plan plan_stream_k(int tiles, int k_tiles, int sms) {
   int64_t blocks = total / kMinRun;
   if (blocks > sms) blocks = sms;
   if (blocks < 1) blocks = 1;
-  return {tiles, k_tiles, static_cast<int>(blocks), nullptr, nullptr};
+  return {tiles, k_tiles, static_cast<int>(blocks), nullptr, nullptr, 0};
 }
 
 // visit(tile, kt_begin, kt_end) for each piece of the block's run, the last piece first. Only the
