@@ -123,15 +123,17 @@
 //   SKINNY_STREAM_K   1 (the default): where SKINNY_WGMMA = 1 chooses and 64-row tiles make between
 //                     one and two waves, stream-K at 64 rows of W a tile (an equal run of (tile,
 //                     k-tile) iterations an SM, tiles cut between blocks finished in-kernel:
-//                     cuda_gemm_stream_k.cuh; 64 x 11008 x 4096 33.6 against 35.8 us with whole
-//                     tiles). 64 or 128 force stream-K at that width for any M up to 64 whenever
+//                     cuda_gemm_stream_k.cuh; on the H200 64 x 11008 x 4096 32.6 against 35.6 us
+//                     with whole tiles, cuBLAS 26.8; where whole tiles make one wave it costs
+//                     about 5 us). 64 or 128 force stream-K at that width for any M up to 64 whenever
 //                     SKINNY_WGMMA != 0; 0 never (whole tiles of 64 up to one and a half waves
 //                     instead). Not a @tune.
 //   SKINNY_MULTICAST  1: where the wgmma form takes whole tiles (chosen or forced by SKINNY_WGMMA),
 //                     clusters of two blocks along W's tiles share A: each brings half of A's rows
 //                     from L2 and TMA multicasts them to both (cuda_gemm_skinny_multicast.cuh), as
 //                     cuBLAS's kernels for these shapes do; no K split. 0 (the default): each
-//                     block reads all of A. Not yet run on a GPU. Not a @tune.
+//                     block reads all of A. On the H200 no faster (64 x 4096 x 4096 18.1 against
+//                     15.7 us; docs/benchmarks.md, thirtieth session). Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
