@@ -72,10 +72,12 @@ class Apply(WithKernels):
         self.assertEqual(sum(TABLE.calls.values()), 0)
         for e, g in zip(expected, got, strict=True):
             self.assertTrue(torch.equal(e, g))
-        # Said once, with what differs: the user's calls unlike the traced one get no kernel.
+        # Said once, with what differs: the user's calls unlike the traced one get a kernel only in
+        # a module that is one operator, where one was checked for the call's problem (none here).
         self.assertEqual(len(logged.output), 1, logged.output)
         self.assertIn("where the traced call had a [2, 16] int64 tensor", logged.output[0])
-        self.assertIn("without our kernels", logged.output[0])
+        # (16: the norms, MLPs and Linears whose operator and weights a registered kernel serves)
+        self.assertIn("with our kernels in its 16 whole-module operators where checked", logged.output[0])
         with torch.no_grad(), self.assertNoLogs("autokernel", logging.WARNING):
             self.model(*other)
             self.model(*self.inputs)
@@ -240,7 +242,8 @@ class PairedTiming(WithKernels):
         self.assertIsNone(m.us)
         self.assertIn("timed call 1 with the kernels did not compute PyTorch alone's output on the same inputs: "
                       "output", m.note)
-        self.assertIn("relative error", m.note)
+        # The idle kernel leaves its output as the allocator gave it: stale values, or NaN.
+        self.assertRegex(m.note, "relative error|non-finite values where the expected output has none")
 
     def test_a_switch_that_does_not_take_is_an_error(self):
         import contextlib

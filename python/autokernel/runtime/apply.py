@@ -5,18 +5,22 @@ The forward is traced (capture.py), the operators are matched in the graph (rewr
 replaced by custom-op calls, and the module's forward becomes a small dispatcher: a call like the
 traced one runs the rewritten graph (plain PyTorch code: eager runs it, torch.compile traces it
 with fullgraph=True), any other call runs the module's own forward. Parameters are shared with
-the model, so an applied model trains and its optimizer steps are seen.
+the model, so an applied model trains and its optimizer steps are seen. Within that forward, a
+submodule whose forward is one of our operators as a whole (a norm, a SwiGLU MLP, a Linear) runs
+our kernel where one was checked for the call's problem (module_sites.py).
 """
+import collections
 import contextlib
 import dataclasses
 import logging
+import re
 from dataclasses import dataclass, field
 
 import torch
 import torch.fx._pytree as fx_pytree
 import torch.utils._pytree as pytree
 
-from . import NAMESPACE, custom_ops, manifest, rewrite
+from . import NAMESPACE, custom_ops, manifest, module_sites, rewrite
 from .call_layout import CallLayout
 from .capture import capture
 from .kernel_table import TABLE, device_arch
@@ -40,6 +44,7 @@ class Site:
 class Report:
     sites: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    modules: list = field(default_factory=list)  # paths of the whole-module operators (module_sites)
 
     def plugged(self):
         return [s for s in self.sites if s.kernel]
@@ -50,8 +55,18 @@ class Report:
             where = f"{s.path}: " if s.path else ""
             served = f"kernel {s.kernel}" if s.kernel else "no kernel: PyTorch"
             lines.append(f"  {where}{s.op} {s.problem} {s.dtype} ({s.label}) -> {served}")
+        if self.modules:
+            lines.append(f"calls unlike the traced one: {len(self.modules)} modules run our kernels where one was "
+                         f"checked for the call's problem: {_grouped(self.modules)}")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+def _grouped(paths):
+    """'model.layers.*.mlp (32), model.norm': the paths, those that differ in layer numbers alone
+    as one (a deep model has hundreds)."""
+    groups = collections.Counter(re.sub(r"(?<=\.)\d+(?=\.|$)", "*", path) for path in paths)
+    return ", ".join(f"{group} ({count})" if count > 1 else group for group, count in groups.items())
 
 
 def _serving(m, allowed):
@@ -66,8 +81,9 @@ def _serving(m, allowed):
 class _Dispatch:
     """A module's forward after apply: the rewritten graph for the traced call, else the original."""
 
-    def __init__(self, module, captures, original):
+    def __init__(self, module, captures, original, operators=0):
         self.module, self.captures, self.original = module, captures, original
+        self.operators = operators  # whole-module operators inside it, which serve such calls
         self.calls = [_FlatCall(c) for c in captures]
         self.layouts = [CallLayout(original, *c.traced_layout) for c in captures]
         self.warned = False
@@ -95,9 +111,11 @@ class _Dispatch:
             why = self.captures[0].difference(*(arranged or (args, kwargs)), self.module.training)
         except Exception:  # describing the call must never fail the user's call
             why = "a call unlike the traced one"
-        log.warning("%s: %s was called with %s; calls like it run the module's own forward, without our "
-                    "kernels (apply() traces the model for the calls it is given)", NAMESPACE,
-                    self.captures[0].path or type(self.module).__name__, why)
+        ours = (f"with our kernels in its {self.operators} whole-module operator{'s' * (self.operators > 1)} where "
+                "checked for the call's problem" if self.operators else "without our kernels")
+        log.warning("%s: %s was called with %s; calls like it run the module's own forward, %s (apply() traces "
+                    "the model for the calls it is given)", NAMESPACE,
+                    self.captures[0].path or type(self.module).__name__, why, ours)
 
 
 class _FlatCall:
@@ -130,18 +148,20 @@ class Traced:
     captures: list
     found: list  # per capture: every match in its graph, which stays as traced
     notes: list
+    sites: list = field(default_factory=list)  # the submodules whose forward is one operator
 
 
 def trace(model, example_inputs, example_kwargs=None, progress=lambda line: None):
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     captures, notes = capture(model, tuple(example_inputs), dict(example_kwargs or {}), progress)
-    found = []
+    found, sites = [], []
     for c in captures:
         matches, graph_notes = rewrite.find_all(c.graph)
         found.append(matches)
         notes.extend(f"{c.path or type(c.module).__name__}: {n}" for n in graph_notes)
-    return Traced(captures, found, notes)
+        sites.extend(module_sites.find(c, matches))
+    return Traced(captures, found, notes, sites)
 
 
 def _rewrite(traced, ops, allowed, report, keep_traced=False):
@@ -186,25 +206,33 @@ def apply(model, example_inputs=(), example_kwargs=None, *, workspace=None, kern
     report = Report(notes=list(traced.notes))
     allowed = set(kernels) if kernels is not None else None
     changed = _rewrite(traced, set(ops) if ops is not None else None, allowed, report, keep_traced)
-    install(model, changed, report)
+    sites = module_sites.install(traced.sites, set(ops) if ops is not None else None, allowed)
+    report.modules = [s.path or type(s.module).__name__ for s in sites]
+    install(model, changed, report, sites)
     if keep_traced:
         pass  # a measurement of the traced graphs themselves: nothing to warn about
     elif not report.sites:
         log.warning("%s: no operator of ours found in %s; the model is unchanged", NAMESPACE, type(model).__name__)
     elif not changed:
-        log.warning("%s: %d operator sites found in %s, none with a kernel checked for it; the model is "
-                    "unchanged", NAMESPACE, len(report.sites), type(model).__name__)
+        log.warning("%s: %d operator sites found in %s, none with a kernel checked for it; %s", NAMESPACE,
+                    len(report.sites), type(model).__name__,
+                    "the traced call runs PyTorch alone" if sites else "the model is unchanged")
     return model
 
 
-def install(model, captures, report):
-    """Makes each captured module run its (rewritten) graph for the calls it was traced for."""
+def install(model, captures, report, sites=()):
+    """Makes each captured module run its (rewritten) graph for the calls it was traced for; its
+    other calls run its own forward, and so the whole-module operators patched inside it (`sites`,
+    already installed: a captured module that is one wraps its patched forward)."""
     by_module = {}
     for c in captures:
         by_module.setdefault(c.module, []).append(c)
+    patched = {s.module for s in sites}
     for module, module_captures in by_module.items():
-        module.forward = _Dispatch(module, module_captures, module.forward)  # this instance only
-    object.__setattr__(model, _ATTRIBUTE, (report, list(by_module)))
+        inside = sum(1 for m in module.modules() if m in patched)
+        module.forward = _Dispatch(module, module_captures, module.forward, inside)  # this instance only
+    changed = list(by_module) + [s.module for s in sites if s.module not in by_module]
+    object.__setattr__(model, _ATTRIBUTE, (report, changed))
 
 
 def report(model):
@@ -221,8 +249,7 @@ def aside(model):
     states switches between its two compiled graphs without recompiling (verify times the two
     call by call). The model leaves the block applied."""
     applied = getattr(model, _ATTRIBUTE, None)
-    forwards = {m: m.__dict__["forward"] for m in applied[1] if isinstance(m.__dict__.get("forward"), _Dispatch)} \
-        if applied else {}
+    forwards = {m: m.__dict__["forward"] for m in applied[1] if _changed(m)} if applied else {}
 
     def switch(applied_now):
         for module, dispatch in forwards.items():
@@ -244,7 +271,13 @@ def restore(model):
     if not applied:
         return model
     for module in applied[1]:
-        if isinstance(module.__dict__.get("forward"), _Dispatch):
+        if _changed(module):
             del module.forward
     object.__setattr__(model, _ATTRIBUTE, None)
     return model
+
+
+def _changed(module):
+    """Whether the module's forward is apply's (a dispatcher, or a whole-module operator's, or the
+    one wrapping the other): deleting the instance attribute gives it its own back."""
+    return isinstance(module.__dict__.get("forward"), (_Dispatch, module_sites.Forward))

@@ -79,6 +79,9 @@ class KernelTable:
         self.fallbacks = collections.Counter()  # (op, reason) -> calls PyTorch ran instead
         self._logged = set()
         self.native = None
+        # Counts the changes of the kernels registered: what others decided from the table (a
+        # whole-module operator's kernel per call shape, module_sites.py) is stale once it moves.
+        self.version = 0
 
     def attach_native(self, native):
         self.native = native
@@ -98,6 +101,7 @@ class KernelTable:
 
     def _changed(self):
         self._memo.clear()
+        self.version += 1
         if self.native is not None:
             self.native.clear()
 
@@ -120,6 +124,13 @@ class KernelTable:
 
     def has(self, op, problem, dtype):
         return any(key[:3] == (op, problem, dtype) for key in self._kernels)
+
+    def serves_any_rows(self, op, problem, dtype, arch, allowed=None):
+        """Whether a kernel is registered for `op` on `problem` with any first dimension (its rows:
+        M for matmul and fused_mlp), this dtype and architecture (allowed: the names it may have)."""
+        tail = problem.partition("x")[2]
+        return any(key[0] == op and key[2:] == (dtype, arch) and key[1].partition("x")[2] == tail
+                   and (allowed is None or kernel.name in allowed) for key, kernel in self._kernels.items())
 
     def reset_counts(self):
         self._calls.clear()
