@@ -18,8 +18,8 @@ namespace ak_gemm::skinny_wgmma {
 // between half a wave and one (64 x 4096 x 4096: 15.4 against 18.2 us, cuBLAS 14.4), of 64 where
 // those do (64 x 8192 x 4096: 22.8 against 26.9, cuBLAS 21.8), stream-K at 64 where tiles of 64
 // make between one and two waves (64 x 11008 x 4096: 32.6 against 35.6 with whole tiles, cuBLAS
-// 26.8; thirtieth session); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there: 64 x 32000 x
-// 4096 77.8 against 72.4). stream_k 0: whole tiles of 64 up to one and a half waves instead.
+// 26.8; thirtieth session); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there: 64 x
+// 32000 x 4096 77.8 against 72.4). stream_k 0: whole tiles of 64 up to one and a half waves instead.
 template <typename T>
 int launch_skinny_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
                         int width, int stream_k, int multicast) {

@@ -45,8 +45,10 @@ def kernels_for_call(model, kwargs):
     return [Kernel(f"host_{op}", op, host_module(op), host_arch(), frozenset(p)) for op, p in problems.items()]
 
 
-@unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
-class TransformersClasses(unittest.TestCase):
+class AppliedModelCase(unittest.TestCase):
+    """A test that applies kernels to self.model: token ids to call it on, and after it the model
+    restored, the kernels it registered (self.kernels) removed, dynamo's caches reset."""
+
     def setUp(self):
         warnings.simplefilter("ignore")
         self.ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
@@ -60,6 +62,10 @@ class TransformersClasses(unittest.TestCase):
         for kernel in self.kernels:
             TABLE.remove(kernel)
         torch._dynamo.reset()
+
+
+@unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
+class TransformersClasses(AppliedModelCase):
 
     def applied(self, name, training=False):
         """The model applied with its kernels (traced in training mode or not), and eager's output

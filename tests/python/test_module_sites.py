@@ -7,7 +7,6 @@ only looks like an operator is left alone; restore() and aside() take the patche
 import collections
 import logging
 import unittest
-import warnings
 from unittest import mock
 
 import torch
@@ -45,20 +44,7 @@ def patched(model):
 
 
 @unittest.skipUnless(HAVE_TRANSFORMERS, "transformers is not installed (python/requirements.txt installs it)")
-class ModuleSites(unittest.TestCase):
-    def setUp(self):
-        warnings.simplefilter("ignore")
-        self.ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(0))
-        self.kernels, self.model = [], None
-        torch._dynamo.reset()
-
-    def tearDown(self):
-        if self.model is not None:
-            autokernel.restore(self.model)
-        for kernel in self.kernels:
-            TABLE.remove(kernel)
-        torch._dynamo.reset()
-
+class ModuleSites(base.AppliedModelCase):
     def register(self, model, *ids):
         self.kernels = kernels_for_calls(model, *ids)
         for kernel in self.kernels:
