@@ -12,6 +12,8 @@ aten = torch.ops.aten
 
 # Nodes that only check metadata: they may read a region's inner values and are dropped with it.
 _CHECKS = {aten._assert_tensor_metadata.default}
+# A tensor's dtype changed, its values and shape kept: how exported graphs spell x.to(dtype).
+CASTS = (aten.to.dtype, aten._to_copy.default, aten.to.dtype_layout)
 if hasattr(aten, "_assert_scalar"):
     _CHECKS.add(aten._assert_scalar.default)
 

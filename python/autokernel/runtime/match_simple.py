@@ -9,12 +9,11 @@ import math
 import torch
 
 from . import reference
-from .graph import calls, dtype, is_check, shape
+from .graph import CASTS, calls, dtype, is_check, shape
 from .match import Match, agrees, probe
 
 aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
-_CASTS = (aten.to.dtype, aten._to_copy.default, aten.to.dtype_layout)
 
 
 def _last_dim(node, dim):
@@ -95,7 +94,7 @@ def _softmax(node, info):
         return _rowwise("softmax", node, x, node, {node}, "softmax", shape(x))
     # softmax(x, dtype=float32).to(x.dtype): the cast back is part of the operator
     users = [u for u in node.users if not is_check(u)]
-    if len(users) == 1 and calls(users[0], *_CASTS) and dtype(users[0]) == dtype(x):
+    if len(users) == 1 and calls(users[0], *CASTS) and dtype(users[0]) == dtype(x):
         return _rowwise("softmax", node, x, users[0], {node, users[0]}, "softmax in float32", shape(x))
     return None
 

@@ -27,7 +27,7 @@ import torch.fx as fx
 from . import rewrite
 from .capture import PLAIN_TENSORS
 from .custom_ops import direct
-from .graph import GraphInfo, dtype, is_check, shape, val
+from .graph import CASTS, GraphInfo, dtype, is_check, shape, val
 from .kernel_table import TABLE, device_arch
 from .match import close
 from .ops import OPS
@@ -36,8 +36,7 @@ from .reference import REFERENCES
 aten = torch.ops.aten
 # What a module may do to its input or result around the operator, the value unchanged: casts
 # (x.float() before an RMSNorm, .to(input_dtype) after it) and export's alias of a returned value.
-_PASSING = (aten.to.dtype, aten.to.dtype_layout, aten._to_copy.default, aten.alias.default,
-            aten.clone.default, aten.contiguous.default)
+_PASSING = (*CASTS, aten.alias.default, aten.clone.default, aten.contiguous.default)
 # What a match's replacement does between the call's input and the op besides its reshapes (a
 # Linear's bias is added to the op's result).
 _ADAPTERS = (aten.contiguous.default, aten._to_copy.default, aten.add.Tensor, operator.getitem)
@@ -308,6 +307,7 @@ def _reference(name):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     return run
+
 
 
 def _agrees(module, graph, traced):
