@@ -44,7 +44,7 @@ def _copy_kernels(manifest, workspace, target):
             raise BridgeError(f"kernel {entry['name']}: its module {module} is missing", usage=False)
         shutil.copy2(module, target / "modules" / f"{entry['name']}{module.suffix}")
         entry["module"] = f"modules/{entry['name']}{module.suffix}"
-        source = workspace / entry["source"]
+        source = workspace / entry["source"]  # (absolute when several runs' kernels are merged)
         sources = target / "sources" / entry["name"]
         sources.mkdir(parents=True)
         shutil.copy2(source, sources / source.name)
@@ -140,7 +140,7 @@ def export(args, progress):
 
 def add_arguments(parser):
     parser.add_argument("--manifest", required=True, help="kernels.json of the kernels to export")
-    parser.add_argument("--workspace", required=True, help="the run's workspace (the kernels' sources)")
+    parser.add_argument("--workspace", required=True, help="where the kernels' relative source paths start")
     parser.add_argument("--out", required=True)
     parser.add_argument("--name", required=True, help="the package's name")
     parser.add_argument("--format", choices=("wheel", "hf-kernels"), default="wheel")

@@ -3,7 +3,11 @@
 // built as they stand (kept file and configuration) for this device's architecture; the package
 // (written by python/autokernel/export.py) holds their modules, sources and configurations, the
 // problems each was checked on, and apply(model). verify's end-to-end decisions, when it ran,
-// say which are plugged in by default.
+// say which are plugged in by default. `--workspace` given several times merges several runs'
+// kernels into one package (a prefill's and a decode step's, say): an exported package carries
+// its own kernel table, so two packages' kernels could not serve one model together. A kernel's
+// name holds its operator, problem and dtype; one in two runs is exported once, the faster.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <tuple>
@@ -25,7 +29,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct ExportOptions {
-  std::string workspace = "workspace", out, format = "wheel", name;
+  std::vector<std::string> workspaces = {"workspace"};
+  std::string out, format = "wheel", name;
   int timeout_s = 600;
   bool force = false, json = false;
 };
@@ -80,22 +85,69 @@ std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, co
   return entries;
 }
 
-int run_export(const ExportOptions& o) {
-  const fs::path ws = o.workspace, out = o.out;
-  const Profile profile = read_profile(ws);
+// One workspace's run, checked before anything is built or written.
+struct ExportedRun {
+  fs::path ws;
+  Profile profile;
+  RunState run;
+  Plan passed;
+};
+
+ExportedRun read_run(const fs::path& ws) {
+  Profile profile = read_profile(ws);
   const Plan plan = read_plan(ws);
   if (!fs::exists(ws / kRunStateFile))
     throw Error(ErrorKind::Usage,
                 "no optimization run in " + ws.string() +
                     ": nothing to export (`autokernel optimize` or `autokernel run` first)");
-  const RunState run = load_run_state(ws);
-  const Plan passed = passed_kernels(plan, run, ws);
+  RunState run = load_run_state(ws);
+  Plan passed = passed_kernels(plan, run, ws);
+  return {ws, std::move(profile), std::move(run), std::move(passed)};
+}
+
+// Each run's kernels built, their sources named by absolute path (the package copies them from
+// their own workspaces); of a kernel in several runs, the faster version.
+json merged_manifest(const std::vector<ExportedRun>& runs, const BuildInfo& built) {
+  std::vector<ManifestEntry> entries;
+  std::vector<fs::path> source_dirs;
+  for (const ExportedRun& r : runs) {
+    for (ManifestEntry& e : entries_of(r.ws, r.passed, r.run, built)) {
+      const auto same = std::find_if(entries.begin(), entries.end(), [&](const ManifestEntry& kept) {
+        return kept.module.kernel.name == e.module.kernel.name;
+      });
+      if (same == entries.end()) {
+        entries.push_back(std::move(e));
+        source_dirs.push_back(fs::absolute(r.ws));
+      } else if (e.best_us < same->best_us) {
+        *same = std::move(e);
+        source_dirs[static_cast<size_t>(same - entries.begin())] = fs::absolute(r.ws);
+      }
+    }
+  }
+  json manifest = kernel_manifest(
+      built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
+  for (size_t i = 0; i < entries.size(); ++i)
+    manifest["kernels"][i]["source"] = (source_dirs[i] / entries[i].module.kernel.file).string();
+  return manifest;
+}
+
+int run_export(const ExportOptions& o) {
+  const fs::path out = o.out;
+  std::vector<ExportedRun> runs;
+  for (const std::string& ws : o.workspaces) runs.push_back(read_run(ws));
+  for (const ExportedRun& r : runs)
+    if (r.profile.backend() != runs.front().profile.backend())
+      throw Error(ErrorKind::Usage, r.ws.string() + " was profiled on another device than " +
+                                        runs.front().ws.string() +
+                                        ": one package holds one backend's kernels");
+  const fs::path ws = runs.front().ws;  // the package's manifest and summary go into the first
+  const Profile& profile = runs.front().profile;
   prepare_out(out, o.force);
   const BuildInfo built = build_info(profile.backend());
-  std::cerr << "autokernel: building the " << passed.kernels.size() << " kernels that passed...\n";
-  json manifest = kernel_manifest(built, entries_of(ws, passed, run, built), [](const ManifestEntry& e) {
-    return fs::absolute(e.module.module).string();
-  });
+  size_t passed = 0;
+  for (const ExportedRun& r : runs) passed += r.passed.kernels.size();
+  std::cerr << "autokernel: building the " << passed << " kernels that passed...\n";
+  json manifest = merged_manifest(runs, built);
   manifest["model"] = profile.short_name();
   fs::create_directories(ws / "export");
   write_file_atomically(ws / "export" / kManifestFile, manifest.dump(1) + "\n");
@@ -131,7 +183,10 @@ Command export_command() {
   return {"export", "package a run's kept kernels for pip (wheel) or the Hugging Face kernels loader",
           [](CLI::App& app) -> Run {
             auto o = std::make_shared<ExportOptions>();
-            app.add_option("--workspace", o->workspace, "the run's workspace")->capture_default_str();
+            app.add_option("--workspace", o->workspaces,
+                           "the run's workspace; several (--workspace A --workspace B) make one package")
+                ->allow_extra_args(false)
+                ->capture_default_str();
             app.add_option("--out", o->out, "directory of the package")->required();
             app.add_option("--format", o->format,
                            "wheel (pip install DIR) or hf-kernels (kernels.get_local_kernel)")

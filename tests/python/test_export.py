@@ -55,6 +55,27 @@ BRIDGE = textwrap.dedent("""
     print(json.dumps({{"error": float((got - expected).norm() / expected.norm()),
                       "plugged": len(autokernel.report(model).plugged()), "file": autokernel.__file__}}))
 """)
+# Applies a package to the test model traced at 2 x 16 tokens, then calls it with one token a row,
+# as a decode step does: which of the package's kernels ran on that call, and how far from eager.
+DECODE_STEP = textwrap.dedent("""
+    import importlib, json, sys, torch
+    sys.path.insert(0, {models!r})
+    import hf_style
+    package = importlib.import_module({package!r})
+    table = importlib.import_module({package!r} + ".runtime.kernel_table").TABLE
+    torch.manual_seed(0)
+    model = hf_style.Qwen2Style().eval()
+    generator = torch.Generator().manual_seed(0)
+    prefill, step = (model.make_inputs(shape, torch.device("cpu"), generator) for shape in ((2, 16), (2, 1)))
+    with torch.no_grad():
+        expected = model(*step)
+    package.apply(model, prefill)
+    table.reset_counts()
+    with torch.no_grad():
+        got = model(*step)
+    print(json.dumps({{"error": float((got - expected).norm() / expected.norm()),
+                      "ran": sorted(name for name, calls in table.calls.items() if calls)}}))
+""")
 
 
 def last_json(text):
@@ -166,6 +187,46 @@ class Export(unittest.TestCase):
                 self.assertIn(reason, answer["not_loaded"])
                 self.assertIn("PyTorch's ops run instead", run.stderr)
                 self.assertLess(answer["error"], 1e-6)
+
+    def test_two_runs_make_one_package_whose_kernels_serve_both_calls(self):
+        # A decode step's run (one token a row) beside the prefill's: one package with the kernels
+        # of both, each once; exporting one workspace twice adds nothing.
+        decode = self.dir / "ws-decode"
+        engine("profile", "--model", MODEL, "--input-shape", "2,1", "--workspace", str(decode), "--json")
+        plan = engine("extract", "--top", "4", "--backend", "host", "--workspace", str(decode), "--json")
+        engine("optimize", "--workspace", str(decode), "--backend", "host", "--budget", str(len(plan["kernels"])),
+               "--quick", "--json")
+        merged = engine("export", "--workspace", str(self.ws), "--workspace", str(decode), "--workspace",
+                        str(self.ws), "--out", str(self.dir / "merged"), "--json")
+        names = [k["name"] for k in merged["kernels"]]
+        prefill_names = {k["name"] for k in self.wheel["kernels"]}
+        decode_names = {k["name"] for k in plan["kernels"]}
+        self.assertEqual(len(names), len(set(names)), names)
+        self.assertEqual(set(names), prefill_names | decode_names)
+        sources = self.dir / "merged" / merged["import"] / "sources"
+        self.assertEqual({p.name for p in sources.iterdir()}, set(names))
+        run = self.python(sys.executable, DECODE_STEP.format(models=str(MODELS), package=merged["import"]),
+                          dict(os.environ, PYTHONPATH=str(self.dir / "merged")))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        answer = last_json(run.stdout)
+        self.assertLess(answer["error"], 1e-4)
+        # The decode step's norms and Linears are whole modules: called unlike the traced call,
+        # they run the kernels checked for their one-token problems, never the prefill's.
+        served = {k["name"] for k in plan["kernels"] if k["op"] in ("rmsnorm", "matmul")}
+        self.assertTrue(served, plan)
+        self.assertTrue(set(answer["ran"]) & served, (answer, served))
+        self.assertFalse(set(answer["ran"]) & (prefill_names - decode_names), answer)
+
+    def test_runs_of_two_devices_make_no_package(self):
+        other = shutil.copytree(self.ws, self.dir / "other-device")
+        profile = json.loads((other / "profile.json").read_text())
+        profile["device"]["type"] = "cuda"
+        (other / "profile.json").write_text(json.dumps(profile))
+        run = engine("export", "--workspace", str(self.ws), "--workspace", str(other), "--out",
+                     str(self.dir / "two-devices"), check=False)
+        self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+        self.assertIn("was profiled on another device", run.stderr.strip().splitlines()[-1])
+        self.assertFalse((self.dir / "two-devices").exists())
 
     def test_nothing_to_export_is_one_line(self):
         empty = self.dir / "empty"
