@@ -21,6 +21,9 @@
 //   check_launch()                   AK_ERR_LAUNCH when the last launch failed
 //   alloc_workspace / free_workspace stream-ordered scratch from the device's default pool, kept
 //                                    pooled across synchronizations; with_workspace around a use
+//                                    (a module that defines KEEP_WORKSPACE to 1 before including
+//                                    this keeps one workspace per stream between calls instead:
+//                                    KeptWorkspaces)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,6 +32,10 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
 
 #include "autokernel/abi.h"
 
@@ -191,10 +198,74 @@ inline bool free_workspace(void* p, cudaStream_t stream) {
   return cudaFreeAsync(p, stream) == cudaSuccess;
 }
 
+// One workspace per (device, stream), kept between calls and grown when a call needs more, so that
+// a call enqueues no pool alloc and free around its kernels. Calls on one stream run in order, so
+// they can share it; the per-thread default stream is a different stream in each thread, so there
+// the thread is part of the key. Freed when the module is unloaded.
+class KeptWorkspaces {
+ public:
+  KeptWorkspaces() = default;
+  KeptWorkspaces(const KeptWorkspaces&) = delete;
+  KeptWorkspaces& operator=(const KeptWorkspaces&) = delete;
+  ~KeptWorkspaces() {
+    for (auto& entry : kept_) (void)cudaFree(entry.second.p);  // errors at process exit are moot
+  }
+
+  // At least `bytes` for work on `stream`, or nullptr (the error cleared) when it cannot be had.
+  void* get(size_t bytes, cudaStream_t stream) {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    const std::thread::id thread = stream == cudaStreamPerThread ? std::this_thread::get_id() : std::thread::id{};
+    std::lock_guard<std::mutex> lock(mutex_);
+    Workspace& w = kept_[std::make_tuple(device, stream, thread)];
+    if (w.bytes < bytes) {
+      if (w.p != nullptr && !free_workspace(w.p, stream)) (void)cudaGetLastError();
+      w = {};
+      if (!alloc_workspace(&w.p, bytes, stream)) return nullptr;
+      w.bytes = bytes;
+    }
+    return w.p;
+  }
+
+ private:
+  struct Workspace {
+    void* p = nullptr;
+    size_t bytes = 0;
+  };
+  std::mutex mutex_;
+  std::map<std::tuple<int, cudaStream_t, std::thread::id>, Workspace> kept_;
+};
+
+inline KeptWorkspaces& kept_workspaces() {
+  static KeptWorkspaces kept;
+  return kept;
+}
+
+// Whether work enqueued on `stream` is being captured into a CUDA graph: a graph's workspace must
+// be its own (a kept one would be shared by every replay and by later eager calls).
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // (a legacy-stream query during another stream's capture: take the graph's path)
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
 // rc = use(p) with `bytes` of workspace p (alloc_workspace) that goes back to the pool after the
-// work use enqueued: rc, else AK_ERR_LAUNCH when the workspace cannot be had or given back.
+// work use enqueued: rc, else AK_ERR_LAUNCH when the workspace cannot be had or given back. With
+// KEEP_WORKSPACE set by the module, outside a graph's capture: p is the stream's kept workspace.
 template <class Use>
 int with_workspace(size_t bytes, cudaStream_t stream, Use&& use) {
+#if defined(KEEP_WORKSPACE) && KEEP_WORKSPACE
+  if (!capturing(stream)) {
+    void* kept = kept_workspaces().get(bytes, stream);
+    return kept == nullptr ? AK_ERR_LAUNCH : use(kept);
+  }
+#endif
   void* p = nullptr;
   if (!alloc_workspace(&p, bytes, stream)) return AK_ERR_LAUNCH;
   const int rc = use(p);

@@ -138,6 +138,10 @@
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
 //                     Not a @tune.
+//   KEEP_WORKSPACE    1: the split-K and stream-K workspaces are kept per stream between calls
+//                     (cuda_kernel.cuh's KeptWorkspaces; a graph's capture still takes its own
+//                     from the pool); 0 (the default): from the stream-ordered pool around each
+//                     call. Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
@@ -170,6 +174,11 @@
 // @require SKINNY_CLUSTER == 0 || (b_nk == 1 && M > 16 && M <= 64 && SKINNY != 0 && SPLIT_K == 0)
 // @require SKINNY_CLUSTER == 0 || (BLOCK_M == 128 && BLOCK_N == 0 && TMA_STORE == 1)
 #include <optional>
+
+// Read by the workspace helpers (cuda_kernel.cuh), so defined before they are included.
+#ifndef KEEP_WORKSPACE
+#define KEEP_WORKSPACE 0
+#endif
 
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_fp32.cuh"
