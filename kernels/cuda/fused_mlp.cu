@@ -25,7 +25,15 @@
 //           BLOCK_N = 0 (sm90::auto_tile_width); both 64 deep. Other calls take the mma variants
 //           with their default tiles.
 //   simt    fp32 FFMA: 128 x 64 tiles (per weight matrix) for up, 128 x 128 for down.
-// No split-K, no atomics: repeated runs are bitwise equal.
+//   skinny  fp16/bf16 decode, when SKINNY = 1 (the default) and M <= SKINNY_MAX_M, rows 16-byte
+//           aligned, D and F multiples of 8: a tile of 128 rows would be mostly padding, and the
+//           down product's D columns make few tiles of a long K (1 x 4096 x 11008: 32 tiles of
+//           K = 11008, 176.6 us on the H200 where the weights' bytes take 57). Four launches:
+//           gate and up as matmul.cu's skinny products (include/autokernel/cuda_gemm_skinny.cuh,
+//           each weight read once) into a pool workspace of 2 x M x F, each rounded to T as eager
+//           rounds its two Linears; h = silu(gate) * up in fp32, rounded once; then the down
+//           product, skinny too. Split-K there in a float workspace, added in split order.
+// No atomics: repeated runs are bitwise equal.
 //
 // Tuning parameters (-D definitions; the defaults below let the file compile alone; fp32 ignores
 // them):
@@ -39,6 +47,9 @@
 //   TMA_STORE         wgmma only, 1: up and down store their outputs through two 64 x BN
 //                     staging tiles by TMA, overlapped with their next tiles (a launch whose
 //                     stages leave no room for them stores from registers); 0: from registers
+//   SKINNY            1: the skinny form for decode calls (above); 0: the tiled forms for every
+//                     M. Not a @tune: it changes nothing at the M of a prefill.
+//   SKINNY_MAX_M      the largest M the skinny form takes (at most 64).
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 32, 64, 128
@@ -59,6 +70,7 @@
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
+#include "autokernel/cuda_gemm_skinny.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 
 #ifndef BLOCK_M
@@ -84,6 +96,12 @@
 #endif
 #ifndef TMA_STORE
 #define TMA_STORE 1
+#endif
+#ifndef SKINNY
+#define SKINNY 1
+#endif
+#ifndef SKINNY_MAX_M
+#define SKINNY_MAX_M 64
 #endif
 
 namespace {
@@ -142,6 +160,51 @@ struct SwigluStore {
   }
 };
 
+// h = silu(g) * u over `count` elements (a multiple of 8, 16-byte aligned buffers), 8 a thread.
+template <typename T>
+__global__ void __launch_bounds__(256) swiglu_kernel(const T* g, const T* u, T* h, int64_t count) {
+  constexpr int kVec = ak_cuda::Vec16<T>::kSize;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * kVec;
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; i < count; i += stride) {
+    float gate[kVec], up[kVec], out[kVec];
+    ak_cuda::load_vec16_readonly(g + i).to_floats(gate);
+    ak_cuda::load_vec16_readonly(u + i).to_floats(up);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) out[j] = SwigluStore<T>::swiglu(gate[j], up[j]);
+    ak_cuda::store_vec16(h + i, ak_cuda::Vec16<T>::from_floats(out));
+  }
+}
+
+// The skinny form (see the header): AK_ERR_UNSUPPORTED, with nothing enqueued, for calls it does
+// not take.
+template <typename T>
+int launch_skinny(const GemmProblem<T, 2>& up, const GemmProblem<T, 1>& down, T* h, const StoreC<T>& y,
+                  cudaStream_t stream) {
+  if constexpr (SKINNY == 0 || sizeof(T) != 2) {
+    return AK_ERR_UNSUPPORTED;
+  } else {
+    const skinny::RowLimits limits{0, SKINNY_MAX_M, true, 0};
+    const int64_t m = up.m, f = up.n;
+    const GemmProblem<T, 1> gate{up.a, {up.b[0]}, up.lda, up.ldb, up.m, up.n, up.k};
+    const GemmProblem<T, 1> upper{up.a, {up.b[1]}, up.lda, up.ldb, up.m, up.n, up.k};
+    if (!skinny::eligible<T, BLayout::NK>(gate, limits) || !skinny::eligible<T, BLayout::NK>(upper, limits) ||
+        !skinny::eligible<T, BLayout::NK>(down, limits))
+      return AK_ERR_UNSUPPORTED;
+    return ak_cuda::with_workspace(2 * m * f * sizeof(T), stream, [&](void* ws) {
+      T* g = static_cast<T*>(ws);
+      T* u = g + m * f;
+      int rc = skinny::launch_skinny_gemm<T, BLayout::NK>(gate, g, f, stream, 0, limits);
+      if (rc == AK_OK) rc = skinny::launch_skinny_gemm<T, BLayout::NK>(upper, u, f, stream, 0, limits);
+      if (rc != AK_OK) return rc;
+      const int64_t threads = (m * f + 7) / 8;
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((threads + 255) / 256, 4096));
+      swiglu_kernel<T><<<blocks, 256, 0, stream>>>(g, u, h, m * f);
+      rc = ak_cuda::check_launch();
+      return rc == AK_OK ? skinny::launch_skinny_gemm<T, BLayout::NK>(down, y.c, y.ldc, stream, 0, limits) : rc;
+    });
+  }
+}
+
 bool is_matrix(const ak_tensor& t, int64_t rows, int64_t cols) {
   if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols) return false;
   return (cols == 1 || t.strides[1] == 1) && t.strides[0] >= 0;
@@ -182,6 +245,8 @@ int launch_both(const ak_call* call, T* h, cudaStream_t stream) {
     rc = launch_simt_gemm<BLayout::NK, 2>(up, swiglu, stream);
     if (rc == AK_OK) rc = launch_simt_gemm<BLayout::NK, 1>(down, store, stream);
   } else {
+    rc = launch_skinny(up, down, h, store, stream);
+    if (rc != AK_ERR_UNSUPPORTED) return rc;
     rc = launch_up(up, swiglu, stream);
     if (rc == AK_OK) rc = launch_down(down, store, stream);
   }
