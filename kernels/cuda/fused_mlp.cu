@@ -165,7 +165,8 @@ template <typename T>
 __global__ void __launch_bounds__(256) swiglu_kernel(const T* g, const T* u, T* h, int64_t count) {
   constexpr int kVec = ak_cuda::Vec16<T>::kSize;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * kVec;
-  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; i < count; i += stride) {
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec; i < count;
+       i += stride) {
     float gate[kVec], up[kVec], out[kVec];
     ak_cuda::load_vec16_readonly(g + i).to_floats(gate);
     ak_cuda::load_vec16_readonly(u + i).to_floats(up);
@@ -200,7 +201,8 @@ int launch_skinny(const GemmProblem<T, 2>& up, const GemmProblem<T, 1>& down, T*
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((threads + 255) / 256, 4096));
       swiglu_kernel<T><<<blocks, 256, 0, stream>>>(g, u, h, m * f);
       rc = ak_cuda::check_launch();
-      return rc == AK_OK ? skinny::launch_skinny_gemm<T, BLayout::NK>(down, y.c, y.ldc, stream, 0, limits) : rc;
+      return rc == AK_OK ? skinny::launch_skinny_gemm<T, BLayout::NK>(down, y.c, y.ldc, stream, 0, limits)
+                         : rc;
     });
   }
 }
