@@ -29,8 +29,9 @@
 //           aligned, D and F multiples of 8: a tile of 128 rows would be mostly padding, and the
 //           down product's D columns make few tiles of a long K (1 x 4096 x 11008: 32 tiles of
 //           K = 11008, 176.6 us on the H200 where the weights' bytes take 57). Four launches:
-//           gate and up as matmul.cu's skinny products (include/autokernel/cuda_gemm_skinny.cuh,
-//           each weight read once) into a pool workspace of 2 x M x F, each rounded to T as eager
+//           gate and up as matmul.cu's defaults take such products (cuda_gemm_skinny.cuh, from
+//           33 rows the wgmma forms of cuda_gemm_skinny_wgmma_launch.cuh where chosen; each
+//           weight read once) into a pool workspace of 2 x M x F, each rounded to T as eager
 //           rounds its two Linears; h = silu(gate) * up in fp32, rounded once; then the down
 //           product, skinny too. Split-K there in a float workspace, added in split order.
 // No atomics: repeated runs are bitwise equal.
@@ -71,6 +72,7 @@
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_skinny.cuh"
+#include "autokernel/cuda_gemm_skinny_wgmma_launch.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 
 #ifndef BLOCK_M
@@ -176,6 +178,17 @@ __global__ void __launch_bounds__(256) swiglu_kernel(const T* g, const T* u, T* 
   }
 }
 
+// One product of the skinny form: c = A W^T as matmul.cu's defaults take it at these rows (from 33
+// rows the wgmma forms where they are chosen: whole tiles over a persistent grid, or stream-K),
+// else the skinny products in registers or through shared memory.
+template <typename T>
+int skinny_product(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
+                   const skinny::RowLimits& limits) {
+  const int rc = skinny_wgmma::launch_skinny_wgmma(p, make_store(c, ldc, p.m, p.n), stream, 0, 0, 1, 0);
+  return rc != AK_ERR_UNSUPPORTED ? rc
+                                  : skinny::launch_skinny_gemm<T, BLayout::NK>(p, c, ldc, stream, 0, limits);
+}
+
 // The skinny form (see the header): AK_ERR_UNSUPPORTED, with nothing enqueued, for calls it does
 // not take.
 template <typename T>
@@ -194,15 +207,14 @@ int launch_skinny(const GemmProblem<T, 2>& up, const GemmProblem<T, 1>& down, T*
     return ak_cuda::with_workspace(2 * m * f * sizeof(T), stream, [&](void* ws) {
       T* g = static_cast<T*>(ws);
       T* u = g + m * f;
-      int rc = skinny::launch_skinny_gemm<T, BLayout::NK>(gate, g, f, stream, 0, limits);
-      if (rc == AK_OK) rc = skinny::launch_skinny_gemm<T, BLayout::NK>(upper, u, f, stream, 0, limits);
+      int rc = skinny_product(gate, g, f, stream, limits);
+      if (rc == AK_OK) rc = skinny_product(upper, u, f, stream, limits);
       if (rc != AK_OK) return rc;
       const int64_t threads = (m * f + 7) / 8;
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((threads + 255) / 256, 4096));
       swiglu_kernel<T><<<blocks, 256, 0, stream>>>(g, u, h, m * f);
       rc = ak_cuda::check_launch();
-      return rc == AK_OK ? skinny::launch_skinny_gemm<T, BLayout::NK>(down, y.c, y.ldc, stream, 0, limits)
-                         : rc;
+      return rc == AK_OK ? skinny_product(down, y.c, y.ldc, stream, limits) : rc;
     });
   }
 }
