@@ -143,8 +143,7 @@
 //                     capture still takes its own from the pool), so a call enqueues no pool
 //                     alloc and free: on the H200 64 x 11008 x 4096 31.9 against 32.6 us, 64 x
 //                     14336 x 4096 38.0 against 39.1, no change at one wave or split-K (thirty-
-//                     first session). 0: from the stream-ordered pool around each call. Not a
-//                     @tune.
+//                     first session). 0: from the pool around each call. Not a @tune.
 //   TF32X3            fp32 only: 1 takes the tf32x3 variant where it applies; 0 FFMA only.
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
