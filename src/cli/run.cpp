@@ -17,6 +17,7 @@
 #include "core/paths.h"
 #include "core/python.h"
 #include "core/subprocess.h"
+#include "profile/profile_doc.h"
 #include "runtime/runtime.h"
 #include "search/budget.h"
 
@@ -76,6 +77,17 @@ double verify_share(const RunOptions& o, bool gpu, double left) {
   return std::clamp(0.45 * left, 60.0, 1800.0);
 }
 
+// A run on [batch, tokens] with more than one token checks a prefill's problems; model.generate()'s
+// decode steps take one token a row, other problems, which only a second run checks.
+void print_decode_hint(std::ostream& out, const RunOptions& o, const std::vector<int64_t>& shape) {
+  if (shape.size() != 2 || shape[1] <= 1) return;
+  const std::string decode = o.workspace + "-decode";
+  out << "if the model generates (model.generate()), its decode steps take one token a row: "
+      << "autokernel run --model " << o.model << " --input-shape " << shape[0] << ",1 --workspace " << decode
+      << ", then autokernel export --workspace " << o.workspace << " --workspace " << decode
+      << " --out DIR\n";
+}
+
 int run_main_job(const RunOptions& o) {
   const fs::path ws = o.workspace;
   if (fs::exists(ws) && !fs::is_empty(ws)) {
@@ -125,6 +137,7 @@ int run_main_job(const RunOptions& o) {
       << "); everything is in " << o.workspace
       << " (profile.json, plan.json, the run's git branch, results.tsv, reports/, kernels.json, verify.json)"
       << "\nnext: autokernel export --workspace " << o.workspace << " --out DIR\n";
+  print_decode_hint(std::cout, o, read_profile(o.workspace).model.input_shape);
   return 0;
 }
 

@@ -206,6 +206,9 @@ TEST(ModelCli, RunSaysItsSplitUpFrontAndKeepsToItsBudget) {
   ASSERT_NE(split, std::string::npos) << run.output;
   EXPECT_LT(split, run.output.find("==== optimize")) << run.output;  // said before it starts
   EXPECT_TRUE(std::filesystem::exists(ws / "verify.json"));
+  // TinyLM's default 2 x 24 tokens is a prefill: the run says how to check the decode steps too.
+  EXPECT_NE(run.output.find("--input-shape 2,1 --workspace " + ws.string() + "-decode"), std::string::npos)
+      << run.output;
   // Within the budget, but for what was in flight when it ended: optimize starts no experiment
   // its measurements say would not fit, yet its first ones cannot be estimated, and one worker
   // holds two (one measuring, one queued); verify stops its timing at its end and its start-up
