@@ -38,11 +38,7 @@ log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a 
 left() { echo $((DEADLINE_S - ($(date +%s) - START))); }
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
-{
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
-} 2>&1 | tee "$OUT/bridge.log"
+machine_summary 2>&1 | tee "$OUT/bridge.log"
 
 log build
 # A warm machine keeps /tmp from the last call: its workspaces would be extracted into again.

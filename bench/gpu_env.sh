@@ -22,6 +22,14 @@ if [[ -z ${AK_TREE_PRINTED:-} ]]; then
   export AK_TREE_PRINTED=1
 fi
 
+# machine_summary: the date, the GPU (name, driver, clocks), nvcc's release and PyTorch's version,
+# for the head of a script's log.
+machine_summary() {
+  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
+  git log -1 --format='commit %H' 2>/dev/null || true
+}
+
 # build_autokernel [TESTS=ON|OFF] [ninja targets...]: configure build-gpu (warnings as errors) and
 # build the targets (default: the CLI); the log goes to $OUT/build.log, its tail to the terminal
 # on failure. Returns non-zero on failure, so callers say `build_autokernel ... || exit 1`.

@@ -22,10 +22,7 @@ AK=$PWD/build-gpu/autokernel
 START=$(date +%s)
 log() { echo "== $(date -u +%H:%M:%S) [$(($(date +%s) - START)) s] $*" | tee -a "$OUT/generate.log"; }
 
-{
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
-} 2>&1 | tee "$OUT/generate.log"
+machine_summary 2>&1 | tee "$OUT/generate.log"
 
 log build
 build_autokernel || exit 1

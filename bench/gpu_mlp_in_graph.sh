@@ -24,11 +24,7 @@ START=$(date +%s)
 LOG=$OUT/mlp_in_graph.log
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 
-{
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
-} >"$OUT/env.txt" 2>&1
+machine_summary >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt" | tee "$LOG"
 
 if [[ ! -x build-gpu/autokernel || ${AK_REBUILD:-0} == 1 ]]; then

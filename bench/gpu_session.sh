@@ -23,11 +23,7 @@ AK=$PWD/build-gpu/autokernel
 WS=/tmp/llama-workspace
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
 
-{
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
-} 2>&1 | tee "$OUT/session.log"
+machine_summary 2>&1 | tee "$OUT/session.log"
 
 log build | tee -a "$OUT/session.log"
 build_autokernel || exit 1

@@ -256,14 +256,14 @@ inline bool capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// rc = use(p) with `bytes` of workspace p (alloc_workspace) that goes back to the pool after the
-// work use enqueued: rc, else AK_ERR_LAUNCH when the workspace cannot be had or given back. With
-// KEEP_WORKSPACE set by the module, outside a graph's capture and up to kMaxKeptWorkspaceBytes: p is
-// the stream's kept workspace.
 // Kept workspaces stay at most this size: a larger one (a split-K of many splits over a wide
 // output) goes back to the pool after its call, as the pool can hand it to the next module.
 constexpr size_t kMaxKeptWorkspaceBytes = size_t{16} << 20;
 
+// rc = use(p) with `bytes` of workspace p (alloc_workspace) that goes back to the pool after the
+// work use enqueued: rc, else AK_ERR_LAUNCH when the workspace cannot be had or given back. With
+// KEEP_WORKSPACE set by the module, outside a graph's capture and up to kMaxKeptWorkspaceBytes: p is
+// the stream's kept workspace.
 template <class Use>
 int with_workspace(size_t bytes, cudaStream_t stream, Use&& use) {
 #if defined(KEEP_WORKSPACE) && KEEP_WORKSPACE

@@ -35,8 +35,9 @@ def _torch_major_minor():
     return "".join(torch.__version__.split("+")[0].split(".")[:2])
 
 
-def _copy_kernels(manifest, workspace, target):
-    """Modules and sources into the package; the manifest's paths made relative to it."""
+def _copy_kernels(manifest, target):
+    """Modules and sources (named by absolute path) into the package; the manifest's paths made
+    relative to it."""
     (target / "modules").mkdir(parents=True)
     for entry in manifest["kernels"]:
         module = pathlib.Path(entry["module"])
@@ -44,7 +45,7 @@ def _copy_kernels(manifest, workspace, target):
             raise BridgeError(f"kernel {entry['name']}: its module {module} is missing", usage=False)
         shutil.copy2(module, target / "modules" / f"{entry['name']}{module.suffix}")
         entry["module"] = f"modules/{entry['name']}{module.suffix}"
-        source = workspace / entry["source"]  # (absolute when several runs' kernels are merged)
+        source = pathlib.Path(entry["source"])
         sources = target / "sources" / entry["name"]
         sources.mkdir(parents=True)
         shutil.copy2(source, sources / source.name)
@@ -76,28 +77,28 @@ def _kernel_table(manifest):
     return "\n".join(rows)
 
 
-def _package(manifest, workspace, target, description):
+def _package(manifest, target, description):
     target.mkdir(parents=True)
-    _copy_kernels(manifest, workspace, target)
+    _copy_kernels(manifest, target)
     _copy_runtime(target)
     (target / "__init__.py").write_text(_render("package_init.py", DESCRIPTION=description))
 
 
-def _wheel(manifest, workspace, out, dist, import_name, description):
-    _package(manifest, workspace, out / import_name, description)
+def _wheel(manifest, out, dist, import_name, description):
+    _package(manifest, out / import_name, description)
     (out / "pyproject.toml").write_text(_render("pyproject.toml", DIST=dist, IMPORT=import_name,
                                                 DESCRIPTION=description))
     (out / "setup.py").write_text(_render("setup.py"))
 
 
-def _hf_kernels(manifest, workspace, out, dist, import_name, description):
+def _hf_kernels(manifest, out, dist, import_name, description):
     built = manifest["built_with"]
     if built["backend"] == "cuda":  # cu130: the CUDA release the modules were built with
         backend, archs = "cu" + "".join(built.get("cuda", "").split(".")[:2]), [_capability(built["arch"])]
     else:
         backend, archs = "cpu", None
     variant = out / "build" / f"torch{_torch_major_minor()}-{backend}-x86_64-linux"
-    _package(manifest, workspace, variant, description)
+    _package(manifest, variant, description)
     metadata = {"id": f"{import_name}_{_torch_major_minor()}_{backend}", "name": dist, "version": 1,
                 "license": "Apache-2.0", "backend": {"type": "cuda" if backend != "cpu" else "cpu"},
                 "python-depends": []}
@@ -120,13 +121,13 @@ def export(args, progress):
     manifest = json.loads(pathlib.Path(args.manifest).read_text())
     if manifest.get("built_with", {}).get("abi_version", ABI_VERSION) != ABI_VERSION:
         raise BridgeError("the kernels were built for another kernel ABI than this bridge's")
-    out, workspace = pathlib.Path(args.out), pathlib.Path(args.workspace)
+    out = pathlib.Path(args.out)
     dist, import_name = package_names(args.name)
     model = manifest.get("model", args.name)
     description = (f"{len(manifest['kernels'])} kernels of {model} optimized and checked by autokernel, "
                    f"built for {manifest['built_with']['arch']}")
     layout = {"wheel": _wheel, "hf-kernels": _hf_kernels}[args.format]
-    layout(manifest, workspace, out, dist, import_name, description)
+    layout(manifest, out, dist, import_name, description)
     (out / "README.md").write_text(_render("README.md", DIST=dist, IMPORT=import_name, DESCRIPTION=description,
                                            KERNELS=_kernel_table(manifest), ARCH=manifest["built_with"]["arch"],
                                            TORCH=torch.__version__))
@@ -140,7 +141,6 @@ def export(args, progress):
 
 def add_arguments(parser):
     parser.add_argument("--manifest", required=True, help="kernels.json of the kernels to export")
-    parser.add_argument("--workspace", required=True, help="where the kernels' relative source paths start")
     parser.add_argument("--out", required=True)
     parser.add_argument("--name", required=True, help="the package's name")
     parser.add_argument("--format", choices=("wheel", "hf-kernels"), default="wheel")

@@ -109,26 +109,20 @@ ExportedRun read_run(const fs::path& ws) {
 // their own workspaces); of a kernel in several runs, the faster version.
 json merged_manifest(const std::vector<ExportedRun>& runs, const BuildInfo& built) {
   std::vector<ManifestEntry> entries;
-  std::vector<fs::path> source_dirs;
   for (const ExportedRun& r : runs) {
     for (ManifestEntry& e : entries_of(r.ws, r.passed, r.run, built)) {
+      e.module.kernel.file = (fs::absolute(r.ws) / e.module.kernel.file).string();
       const auto same = std::find_if(entries.begin(), entries.end(), [&](const ManifestEntry& kept) {
         return kept.module.kernel.name == e.module.kernel.name;
       });
-      if (same == entries.end()) {
+      if (same == entries.end())
         entries.push_back(std::move(e));
-        source_dirs.push_back(fs::absolute(r.ws));
-      } else if (e.best_us < same->best_us) {
+      else if (e.best_us < same->best_us)
         *same = std::move(e);
-        source_dirs[static_cast<size_t>(same - entries.begin())] = fs::absolute(r.ws);
-      }
     }
   }
-  json manifest = kernel_manifest(
-      built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
-  for (size_t i = 0; i < entries.size(); ++i)
-    manifest["kernels"][i]["source"] = (source_dirs[i] / entries[i].module.kernel.file).string();
-  return manifest;
+  return kernel_manifest(built, entries,
+                         [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
 }
 
 int run_export(const ExportOptions& o) {
@@ -152,9 +146,9 @@ int run_export(const ExportOptions& o) {
   fs::create_directories(ws / "export");
   write_file_atomically(ws / "export" / kManifestFile, manifest.dump(1) + "\n");
   const fs::path summary_file = ws / "export" / "export.json";
-  run_bridge({"export", "--manifest", (ws / "export" / kManifestFile).string(), "--workspace", ws.string(),
-              "--out", out.string(), "--name", o.name.empty() ? profile.short_name() : o.name, "--format",
-              o.format, "--json-out", summary_file.string()},
+  run_bridge({"export", "--manifest", (ws / "export" / kManifestFile).string(), "--out", out.string(),
+              "--name", o.name.empty() ? profile.short_name() : o.name, "--format", o.format, "--json-out",
+              summary_file.string()},
              std::chrono::seconds(o.timeout_s));
   const json summary = json::parse(read_text_file(summary_file));
   if (o.json) {
