@@ -2,7 +2,9 @@
 # One device call (under 8 minutes on an H100) for the model bridge: the end-to-end tables of
 # issue 11 and the shipped profiles of issue 12.
 #
-#  1. build the CLI;
+#  1. build the CLI, then the gpu tests (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0 skips
+#     them, GPU_TESTS_REGEX / GPU_TESTS_EXCLUDE narrow them; GPU_TESTS_TIMEOUT defaults to a
+#     quarter of the time left);
 #  2. profile the shipped models at their default shapes in fp16 (llama, gpt2, bert at 8 x 512;
 #     llama-7b-4l, the GPU-bound configuration, at 1 x 2048) and write each profile, under its
 #     shipped name, to $OUT/profiles/ (copy them into python/autokernel/profiles/ and commit);
@@ -10,8 +12,8 @@
 #     OPTIMIZE_BUDGET of optimize) and verify: eager, torch.compile in each mode, ours applied in
 #     eager and under torch.compile in each mode (fullgraph=True: a graph break fails the row),
 #     plugging decided by timing the whole model in DECIDE_MODE, plus the CUDA-graph replays;
-#  4. print one table (bench/bridge_table.py), $OUT/bridge.json holding it; each model's files
-#     (profile, extract, verify) in $OUT/models.tar.gz.
+#  4. print one table (bench/bridge_table.py), $OUT/bridge.json holding it, and the tests' result
+#     under it; each model's files (profile, extract, verify) in $OUT/models.tar.gz.
 #
 # Every step has its own time limit and verify a budget (no measurement starts that would not fit),
 # so the call ends in time with what finished in $OUT. Needs .carry (scripts/prepare-carry.sh):
@@ -44,6 +46,8 @@ log build
 # A warm machine keeps /tmp from the last call: its workspaces would be extracted into again.
 rm -rf /tmp/bridge-*
 build_autokernel || exit 1
+gpu_tests_first $(($(left) / 4))  # the verifies share what is left
+echo "$GPU_TESTS_RESULT" >>"$OUT/bridge.log"
 use_carried_wheels >>"$OUT/bridge.log"
 # The custom ops' native kernels (a minute's build, once per machine) now, not inside the first
 # verify's budget, which counts from verify's start, as `autokernel run` has them built meanwhile.
@@ -146,6 +150,7 @@ done
 
 log summary
 python3 bench/bridge_table.py "$OUT" "${MODELS[@]}" | tee "$OUT/bridge-table.txt"
+echo "$GPU_TESTS_RESULT" | tee -a "$OUT/bridge-table.txt"
 # The device tool brings back 8 files: the per-model folders and profiles travel as one archive.
 models=()
 [[ -d $OUT/profiles ]] && models+=(profiles)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, run the gpu-labelled tests (and the cpu ones), measure the
 # device, bench and tune the CUDA rmsnorm starter. Logs and JSON go under $OUT (default
-# ./gpu-logs); a short table is printed last.
+# ./gpu-logs); a short table is printed last, the tests' result in it.
+# The gpu tests (bench/gpu_env.sh: gpu_tests_first) are this script's point: they get up to 480 s
+# (GPU_TESTS_TIMEOUT); GPU_TESTS=0 skips them, GPU_TESTS_REGEX / GPU_TESTS_EXCLUDE narrow them.
 #
 # At most 8 files come back from a device call: env.txt, build.log, ctest-gpu.log, ctest-cpu.log,
 # device.json, bench-rmsnorm.json, results.tsv, and the caller's own tee of this script's output.
@@ -28,8 +30,7 @@ step build
 build_autokernel ON all || exit 1
 
 step gpu tests
-ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
-tail -3 "$OUT/ctest-gpu.log"
+gpu_tests_first 480
 if [[ $CPU_TESTS == 1 ]]; then
   step cpu tests
   ctest --test-dir build-gpu -L cpu -j 8 --output-on-failure >"$OUT/ctest-cpu.log" 2>&1
@@ -65,3 +66,4 @@ print(f"rmsnorm bench {b['status']} {t['median_us']:.1f} us  noise {100*t['noise
       f"{b['gbps']:.0f} GB/s  {100*b['roofline']:.1f}% of copy")
 PY
 tail -4 /tmp/tune-rmsnorm.txt
+echo "$GPU_TESTS_RESULT"

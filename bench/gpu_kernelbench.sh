@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # KernelBench on a GPU in one device call (at most 8 minutes): build the CLI; the judge's GPU tests
 # (load_inline CUDA and Triton solutions pass and are timed beside eager and torch.compile; every
-# exploit is rejected with its reason; a bad solution leaves the next evaluation unaffected);
+# exploit is rejected with its reason; a bad solution leaves the next evaluation unaffected), run
+# by gpu_tests_first (bench/gpu_env.sh) as `ctest -L gpu -R kernelbench` within TESTS_LIMIT
+# (GPU_TESTS_REGEX empty: every gpu test; GPU_TESTS=0 skips them, and MODE=fastp or run does so
+# unless GPU_TESTS=1);
 # `kernelbench map --level 1` (which level-1 problems our operators compute, by running each
 # reference under the profiler) and the ModelNew of our kernels judged for the mapped ones, in
 # problem order as the time allows; fast_p over those, and the time to evaluate one solution
-# (compile excluded). Logs and JSON under $OUT; a short table last.
+# (compile excluded). Logs and JSON under $OUT; a short table last, the tests' result under it.
 #
 #   bash bench/gpu_kernelbench.sh                 # tests, then map + fast_p in the time left
 #   MODE=fastp bash bench/gpu_kernelbench.sh      # no tests: the whole call for map + fast_p
@@ -46,14 +49,12 @@ export AUTOKERNEL_PYTHON=python3 AUTOKERNEL_KERNELBENCH=$KB_DIR TORCH_EXTENSIONS
 log build
 build_autokernel || exit 1
 
-if [[ $MODE == all ]]; then
-  ((TESTS_LIMIT > $(left) - 60)) && TESTS_LIMIT=$(($(left) - 60))
-  log "gpu tests (limit ${TESTS_LIMIT}s)"
-  PYTHONPATH=$PWD/python timeout "$TESTS_LIMIT" python3 -m unittest -v tests/kernelbench/test_kernelbench_gpu.py \
-    >"$OUT/tests-gpu.log" 2>&1
-  echo "gpu tests exit: $?"
-  grep -E "^(test_|Ran |OK|FAILED)|honest_cuda:|Error|error:" "$OUT/tests-gpu.log" | tail -12
-fi
+[[ $MODE == all ]] || GPU_TESTS=${GPU_TESTS:-0}  # fastp and run: the whole call for the map
+GPU_TESTS_REGEX=${GPU_TESTS_REGEX-kernelbench}  # the judge's; the rest take longer than a call leaves
+GPU_TESTS_VERBOSE=${GPU_TESTS_VERBOSE-1}  # each unittest's line and honest_cuda's timing, below
+((TESTS_LIMIT > $(left) - 60)) && TESTS_LIMIT=$(($(left) - 60))
+gpu_tests_first "$TESTS_LIMIT"
+grep -E "^[0-9]+: (test_.* \.\.\. |Ran |OK|FAILED)|honest_cuda:" "$OUT/ctest-gpu.log" 2>/dev/null | tail -12
 
 MAP_LIMIT=$(($(left) - 15))
 ((MAP_LIMIT < 10)) && MAP_LIMIT=10  # timeout 0 would mean no limit
@@ -102,3 +103,4 @@ if records and (out / "fastp.json").exists():
         print(f"level {level['level']}: {level['attempted']} judged, fast_0 {level['fast_0']:.2f}, "
               f"fast_1 {level['fast_1']:.2f}, fast_2 {level['fast_2']:.2f} (vs eager)")
 PY
+echo "$GPU_TESTS_RESULT"

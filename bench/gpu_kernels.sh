@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build (with the gpu tests), run the gpu-labelled tests, then bench
+# One call on a GPU machine: build (with the gpu tests), run the gpu-labelled tests (GPU_TESTS=0
+# skips them; GPU_TESTS_REGEX, GPU_TESTS_EXCLUDE, GPU_TESTS_TIMEOUT: bench/gpu_env.sh), then bench
 # every CUDA kernel in OPS through the full harness at its standard problem (and tune it with
-# TUNE_BUDGET when set). Logs under $OUT; a short table is printed last.
+# TUNE_BUDGET when set). Logs under $OUT; the tests' result is printed last.
 #   OPS=matmul,flash_attention TUNE_BUDGET=90s bash bench/gpu_kernels.sh
 # TUNE_SED narrows the tuned space (a sed script run on a copy of the kernel), e.g.
 #   TUNE_SED='s|@tune WGMMA: 0, 1|@tune WGMMA: 1|'; SHAPE and DTYPE override the problem of
@@ -13,17 +14,12 @@ OPS=${OPS:-matmul,flash_attention,fused_mlp}
 TUNE_BUDGET=${TUNE_BUDGET:-}
 TUNE_SED=${TUNE_SED:-}
 problem=(${SHAPE:+--shape "$SHAPE"} ${DTYPE:+--dtype "$DTYPE"})
-GPU_TESTS=${GPU_TESTS:-1}
 BENCH=${BENCH:-1}
 AK=$PWD/build-gpu/autokernel
 
 echo "== build"
 build_autokernel ON autokernel autokernel_gpu_tests || exit 1
-if [[ $GPU_TESTS == 1 ]]; then
-  echo "== gpu tests"
-  ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/ctest-gpu.log" 2>&1
-  tail -3 "$OUT/ctest-gpu.log"
-fi
+gpu_tests_first
 "$AK" device --json >"$OUT/device.json"
 
 for op in ${OPS//,/ }; do
@@ -50,3 +46,4 @@ PY
       tee -a "$OUT/tune.txt" | grep -E "^\[|best|faster|no config" | cut -c1-260
   fi
 done
+echo "$GPU_TESTS_RESULT"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build, the GPU tests (GPU_TESTS=0 skips, GPU_TESTS_REGEX narrows), then
-# our matmul, fused_mlp and flash_attention against PyTorch on every shape of them in the shipped
-# model profiles, one column per configuration (bench/matmul_shapes.py). Logs under $OUT; the tables
-# come last.
+# One call on a GPU machine: build, the GPU tests (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0
+# skips, GPU_TESTS_REGEX narrows; GPU_TESTS_EXCLUDE defaults to kernelbench, whose tests
+# bench/gpu_kernelbench.sh runs), then our matmul, fused_mlp and flash_attention against PyTorch on
+# every shape of them in the shipped model profiles, one column per configuration
+# (bench/matmul_shapes.py). Logs under $OUT; the tables come last, the tests' result under them.
 # TUNE_SHAPES=4096x32000x768,... first runs the engine's own search on each matmul shape
 # (TUNE_STRATEGY, default model; TUNE_BUDGET, default 120s) from the defaults, unattended, and adds
 # each search's recommended configuration (its winner where alternating rounds confirm it against
@@ -21,15 +22,9 @@ FUSED_MLP_CONFIGS=${FUSED_MLP_CONFIGS:-}
 FLASH_ATTENTION_CONFIGS=${FLASH_ATTENTION_CONFIGS:-}
 
 echo "== build"
-if [[ ${GPU_TESTS:-1} == 0 ]]; then
-  build_autokernel OFF autokernel || exit 1
-else
-  build_autokernel ON autokernel autokernel_gpu_tests || exit 1
-  echo "== ctest -L gpu ${GPU_TESTS_REGEX:-}"
-  ctest --test-dir build-gpu -L gpu ${GPU_TESTS_REGEX:+-R "$GPU_TESTS_REGEX"} -E kernelbench --output-on-failure \
-    >"$OUT/ctest-gpu.log" 2>&1
-  grep -E "tests passed|\*\*\*Failed|Failed  " "$OUT/ctest-gpu.log" | tail -12
-fi
+build_autokernel || exit 1
+GPU_TESTS_EXCLUDE=${GPU_TESTS_EXCLUDE-kernelbench}  # set empty: every gpu test
+gpu_tests_first
 TUNE_SHAPES=${TUNE_SHAPES:-}
 for shape in ${TUNE_SHAPES//,/ }; do
   echo "== tune matmul $shape"
@@ -56,3 +51,4 @@ for op in ${OPS:-matmul fused_mlp}; do
   grep "^\[build\]" "$OUT/$op-shapes.log"
 done
 for op in ${OPS:-matmul fused_mlp}; do cat "$OUT/$op-shapes.md"; done
+echo "$GPU_TESTS_RESULT"

@@ -5,7 +5,9 @@
 # experiments/hour over the memory-bound operators (bench/loop_throughput.sh) and the harness's
 # time per stage for one of them. A side-by-side counter table per case is printed last; the
 # reports, logs and tables come back in $OUT/ncu.tar.gz, the throughput run's log and results.tsv
-# beside it.
+# beside it. The gpu tests run first (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0 skips them,
+# GPU_TESTS_REGEX / GPU_TESTS_EXCLUDE narrow them, GPU_TESTS_TIMEOUT default 180 s); their result
+# is printed last.
 #   NCU_CASES="matmul,4096x4096x4096,fp16" THROUGHPUT_BUDGET=3m bash bench/gpu_ncu.sh
 #   NCU_BACKEND=triton NCU_CASES="fused_mlp,4096x4096x11008,fp16" bash bench/gpu_ncu.sh  # the Triton starter
 # A case's fourth field is a configuration of our starter, NAME=VALUE items joined by '+'
@@ -27,6 +29,7 @@ ncu_run() { timeout "$NCU_LIMIT" ncu --clock-control none --set full -f "$@"; }
   2>&1 | tee "$dir/env.txt"
 echo "== build"
 build_autokernel || exit 1
+gpu_tests_first 180  # each case's two profiles may take NCU_LIMIT each
 "$AK" device >"$dir/device.txt" 2>&1
 
 summaries=()
@@ -77,3 +80,4 @@ if [[ -n $THROUGHPUT_BUDGET ]]; then
   cp /tmp/throughput/workspace/results.tsv "$OUT/throughput-results.tsv" 2>/dev/null
   tail -25 "$OUT/throughput.log"
 fi
+echo "$GPU_TESTS_RESULT"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One device call for the model pipeline and the compute-bound kernels, within the 10-minute
-# limit of a call: build, then the main job on a GPU (`autokernel run --model llama`, compact,
-# fp16, 8 x 512 tokens: profile, extract, optimize, report, verify), then bench/compare.py for
-# matmul, flash_attention and fused_mlp (the file's default configuration of each, against
-# cuBLAS / SDPA / eager PyTorch). Every step has its own time limit so the call ends in time and
-# $OUT keeps what finished. A short table is printed last.
+# limit of a call: build, the gpu tests (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0 skips
+# them, GPU_TESTS_REGEX / GPU_TESTS_EXCLUDE narrow them, GPU_TESTS_TIMEOUT default 60 s), then
+# the main job on a GPU (`autokernel run --model llama`, compact, fp16, 8 x 512 tokens: profile,
+# extract, optimize, report, verify), then bench/compare.py for matmul, flash_attention and
+# fused_mlp (the file's default configuration of each, against cuBLAS / SDPA / eager PyTorch).
+# Every step has its own time limit so the call ends in time and $OUT keeps what finished. A
+# short table is printed last, the tests' result under it.
 #   RUN_BUDGET=300s RUN_TOP=5 COMPARE_OPS=matmul,flash_attention,fused_mlp bash bench/gpu_session.sh
 #   COMPARE_OPS=rmsnorm,softmax COMPARE_DTYPES=bf16 COMPARE_COMPILE=1 bash bench/gpu_session.sh
 # Needs .carry (scripts/prepare-carry.sh) named in the call's carry.
@@ -27,6 +29,8 @@ machine_summary 2>&1 | tee "$OUT/session.log"
 
 log build | tee -a "$OUT/session.log"
 build_autokernel || exit 1
+gpu_tests_first 60  # RUN_LIMIT and COMPARE_LIMIT take most of the call
+echo "$GPU_TESTS_RESULT" >>"$OUT/session.log"
 
 log "run --model llama (limit ${RUN_LIMIT}s, run budget $RUN_BUDGET)" | tee -a "$OUT/session.log"
 timeout "$RUN_LIMIT" "$AK" run --model llama --input-shape 8,512 --dtype fp16 --top "$RUN_TOP" --budget "$RUN_BUDGET" \
@@ -76,3 +80,4 @@ for row in (c or {}).get("rows", []):
           f" -> {row['eager_us'] / ours if ours else 0:.2f}x, compile {compiled or 0:.1f} us -> "
           f"{compiled / ours if ours and compiled else 0:.2f}x, {100 * (row.get('roofline') or 0):.1f}% ({row['note'][:50]})")
 PY
+echo "$GPU_TESTS_RESULT"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One device call for the Triton backend, within 8 minutes: build, the gpu tests of the harness's
-# Triton path, every Triton starter benched at its standard shape (timing, roofline and the
-# uncached compile time of its module), every starter through all five stages in fp16, bf16 and
-# fp32 at a small timed shape (its module now a cache hit), and the compare rows (our CUDA and
-# Triton kernels, eager, torch.compile, Liger-Kernel) for rmsnorm, rotary, SwiGLU and cross
-# entropy. Each step starts only while the call's time lasts (DEADLINE seconds from the start)
-# and has its own limit, so $OUT keeps what finished; a short table is printed last.
+# Triton path (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS_REGEX defaults to Triton, empty runs
+# every gpu test; GPU_TESTS=0, or STEPS without tests, skips them), every Triton starter benched at
+# its standard shape (timing, roofline and the uncached compile time of its module), every
+# starter through all five stages in fp16, bf16 and fp32 at a small timed shape (its module now a
+# cache hit), and the compare rows (our CUDA and Triton kernels, eager, torch.compile,
+# Liger-Kernel) for rmsnorm, rotary, SwiGLU and cross entropy. Each step starts only while the
+# call's time lasts (DEADLINE seconds from the start) and has its own limit, so $OUT keeps what
+# finished; a short table is printed last, the tests' result under it.
 #
 #   bash bench/gpu_triton.sh                      # from the repository root, on the GPU machine
 #   DEADLINE=900 COMPARE_COMPILE=1 bash bench/gpu_triton.sh
@@ -16,7 +18,7 @@
 # Carry .carry: the build's small libraries (scripts/prepare-carry.sh, which remakes .carry) and
 # then, for the Liger column, the wheel (`.venv/bin/pip download liger-kernel==0.8.5 --no-deps -d
 # .carry/wheels`); without it the Liger cells say "absent". Files under $OUT: env.txt,
-# build.log, ctest.log, bench.jsonl, check.jsonl, compare.json, compare.log, results.tsv.
+# build.log, ctest-gpu.log, bench.jsonl, check.jsonl, compare.json, compare.log, results.tsv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
@@ -58,10 +60,9 @@ python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", 
 step build 0
 build_autokernel ON autokernel autokernel_gpu_tests || exit 1
 
-if wants tests && step "gpu tests (Triton path)" 60; then
-  timeout $(($(left) - 30)) ctest --test-dir build-gpu -L gpu -R Triton --output-on-failure >"$OUT/ctest.log" 2>&1
-  tail -3 "$OUT/ctest.log"
-fi
+wants tests || GPU_TESTS=${GPU_TESTS:-0}  # STEPS=compare and the like: the table alone, as before
+GPU_TESTS_REGEX=${GPU_TESTS_REGEX-Triton}
+gpu_tests_first $(($(left) - 30))
 
 # op, standard shape, dtype (the issue's targets), small shape for the five stages.
 STARTERS=(
@@ -125,3 +126,4 @@ for r in compare["rows"]:
     print(f"compare {r['op']:16s} {r['dtype']}: {cells}, eager {f(r['eager_us'])}, compile {f(r['compile_us'])}, "
           f"Liger {f(r['liger_us'])} us -> {r.get('winner') or '-'}")
 PY
+echo "$GPU_TESTS_RESULT"

@@ -106,6 +106,8 @@ def crosscheck(ak, op, shape, dtype):
             "batch_confirm_us": judged["timing"].get("batch_confirm_us", 0),
             "confirm_reads": judged["timing"].get("confirm_reads", 0), "events_one_us": one,
             "launcher_batch_us": judged["timing"].get("launcher_batch_us", -1),
+            "refill_us": judged["timing"].get("refill_us", 0), "refill_before_us": judged["timing"].get("refill_before_us", 0),
+            "flush_us": judged["timing"].get("flush_us", 0), "flush_before_us": judged["timing"].get("flush_before_us", 0),
             "events_batch_us": rotating}
 
 
@@ -123,7 +125,8 @@ def main():
         os.environ["AUTOKERNEL_TIMING_SLOTS"] = str(args.slots)
     rows = []
     print(f"{'op':<17}{'problem':<24}{'judge us':>10}{'roof%':>7}{'noise%':>8}{'events 1':>10}{'events R':>10}{'R':>4}"
-          f"{'empty us':>10}{'run us':>9}{'confirm':>9}{'reads':>6}{'launcher ev/R':>14}")
+          f"{'empty us':>10}{'run us':>9}{'confirm':>9}{'reads':>6}{'launcher ev/R':>14}"
+          f"{'refill us (before)':>20}{'flush us (before)':>19}")
     for op in args.ops.split(","):
         r = crosscheck(args.ak, op, args.shape, args.dtype)
         rows.append(r)
@@ -133,7 +136,8 @@ def main():
         print(f"{op:<17}{r['problem']:<24}{r['judge_us']:>10.1f}{100 * r['roofline']:>7.1f}{100 * r['judge_noise']:>8.1f}"
               f"{r['events_one_us']:>10.1f}{r['events_batch_us']:>10.1f}{r['slots']:>4}{r['batch_overhead_us']:>10.1f}"
               f"{r['batch_run_us']:>9.1f}{r['batch_confirm_us']:>9.1f}{r['confirm_reads']:>6}"
-              f"{r['launcher_batch_us'] / r['slots']:>14.1f}")
+              f"{r['launcher_batch_us'] / r['slots']:>14.1f}"
+              f"{r['refill_us']:>11.0f} ({r['refill_before_us']:>5.0f}){r['flush_us']:>10.0f} ({r['flush_before_us']:>5.0f})")
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -35,20 +35,6 @@ struct ExportOptions {
   bool force = false, json = false;
 };
 
-// verify's decision per kernel in the mode it decided in: (plugged in, why).
-std::map<std::string, std::pair<bool, std::string>> verify_decisions(const fs::path& ws) {
-  std::map<std::string, std::pair<bool, std::string>> decisions;
-  if (!fs::exists(ws / "verify.json")) return decisions;
-  const json v = json::parse(read_text_file(ws / "verify.json"), nullptr, false);
-  if (v.is_discarded() || !v.contains("kernels")) return decisions;
-  const std::string mode = v.value("decide_mode", std::string("eager"));
-  for (const auto& k : v["kernels"])
-    if (k.contains("decisions") && k["decisions"].contains(mode))
-      decisions[k["name"]] = {k["decisions"][mode]["in"].get<bool>(),
-                              "verify, " + mode + ": " + k["decisions"][mode]["why"].get<std::string>()};
-  return decisions;
-}
-
 // The plan's kernels with a version that passed the harness in the run (of alternatives of one
 // slot, `--backend both`, the fastest: the others are not exported).
 Plan passed_kernels(const Plan& plan, const RunState& run, const fs::path& ws) {

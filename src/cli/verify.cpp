@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cli/command.h"
 #include "cli/print.h"
@@ -189,9 +190,12 @@ int run_verify(const VerifyOptions& o) {
   std::vector<ManifestEntry> entries;
   for (const PlanModule& m : build_plan_modules(ws, plan, profile.backend(), built.arch))
     entries.push_back(candidacy(m, run, o.plug == "all"));
-  const json manifest = kernel_manifest(
-      built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
-  write_file_atomically(ws / kManifestFile, manifest.dump(1) + "\n");
+  const auto write_manifest = [&] {
+    const json manifest = kernel_manifest(
+        built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
+    write_file_atomically(ws / kManifestFile, manifest.dump(1) + "\n");
+  };
+  write_manifest();
   const fs::path out = ws / "verify.json";
   std::ostringstream budget;
   budget << o.budget_s;
@@ -204,6 +208,14 @@ int run_verify(const VerifyOptions& o) {
   fs::remove(out);
   run_bridge(args, std::chrono::seconds(o.timeout_s));
   const auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
+  // The workspace's kernels.json now says what verify decided, as an export's does: apply(model,
+  // workspace=ws) plugs what won, not every candidate.
+  if (const auto decisions = verify_decisions(ws); !decisions.empty()) {
+    for (ManifestEntry& e : entries)
+      if (const auto d = decisions.find(e.module.kernel.name); d != decisions.end())
+        std::tie(e.use, e.why) = d->second;
+    write_manifest();
+  }
   if (o.json) {
     std::cout << v.dump(2) << "\n";
   } else {

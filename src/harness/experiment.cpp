@@ -20,6 +20,9 @@
 namespace ak {
 namespace {
 
+// Refills of the timed slots timed before the module is loaded, for their median.
+constexpr int kRefillRounds = 7;
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -208,11 +211,16 @@ ExperimentResult run_experiment(const ExperimentRequest& req, const Progress& pr
     result.launcher_seconds = seconds_since(launcher_start);
     // Before the module is in the launcher: these costs are then the engine's own.
     const size_t samples = TimedSlots::sample_count(op.signature(req.problem, req.dtype), slot_count);
-    const JudgeCosts costs = measure_judge_costs(*runtime, launcher, *arena, samples);
+    JudgeCosts costs = measure_judge_costs(*runtime, launcher, *arena, samples);
     const auto recalibrate = [&] { return measure_judge_costs(*runtime, launcher, *arena, samples, 15); };
-    launcher.load(req.module);
     DeviceCases cases(*runtime);
     const CheckContext ctx{*runtime, allocator, launcher, op, cases};
+    // Judged on a GPU only (timing.cpp), so measured there only: on the host it would cost a
+    // CPU-bound experiment several copies of its slots.
+    if (runtime->info().backend == Backend::Cuda)
+      costs.refill_s = TimedSlots::time_refill(ctx, req.problem, prepare_case(op, timing_source_set(req)),
+                                               slot_count, kRefillRounds);
+    launcher.load(req.module);
     result.setup_seconds = seconds_since(start);
     if (run_correctness_stages(ctx, stage_plan(req), result, track)) {
       track("timing");

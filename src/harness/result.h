@@ -41,6 +41,10 @@ struct TimingReport {
   // The launcher's own CUDA events over a batch's launches (median; negative on the host): a
   // diagnostic of where the time goes, forgeable by the kernel's process, never used to judge.
   double launcher_batch_us = -1;
+  // The judge's own device work between batches (medians over the batches, beside the same work
+  // timed before the module was loaded; 0 where not measured): the refill of the slots' inputs
+  // and the cache flush. Far slower than before means the device was busy with the kernel's work.
+  double refill_us = 0, refill_before_us = 0, flush_us = 0, flush_before_us = 0;
 };
 
 struct ExperimentResult {
@@ -69,7 +73,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimingReport, median_us, noise, 
                                                 max_us, seconds, slots, batch_overhead_us,
                                                 batch_overhead_before_us, batch_overhead_after_us,
                                                 batch_run_us, batch_confirm_us, confirm_reads,
-                                                launcher_batch_us)
+                                                launcher_batch_us, refill_us, refill_before_us, flush_us,
+                                                flush_before_us)
 NLOHMANN_JSON_SERIALIZE_ENUM(Status, {{Status::Error, "ERROR"},
                                       {Status::Pass, "PASS"},
                                       {Status::Fail, "FAIL"},

@@ -1,6 +1,7 @@
 #include "harness/timed_slots.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "harness/compare.h"
+#include "harness/timing.h"
 
 namespace ak {
 
@@ -50,6 +52,14 @@ void add_row_ranges(const Signature& sig, const UnitLayout& units, const std::ve
         ranges.emplace_back(r * row_len, row_len);
     }
   }
+}
+
+// A slot's inputs of drawing `key` and its outputs poisoned: the judge's device writes before a batch.
+void write_drawing(const CheckContext& ctx, const DrawnInputs& drawn, const DeviceCase& source,
+                   KernelArgs& args, uint64_t key) {
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    drawn.fill(ctx.runtime, source, i, args.inputs[i]->data(), key);
+  args.poison();
 }
 
 }  // namespace
@@ -114,18 +124,39 @@ size_t TimedSlots::sample_count(const Signature& signature, size_t slots) {
   return slots * signature.outputs.size() * kSamplesPerOutput;
 }
 
-void TimedSlots::refill() {
+double TimedSlots::refill() {
   confirm_unchanged();
   ++batches_;
+  const auto start = std::chrono::steady_clock::now();
   for (auto& slot : slots_) {
     slot->key = rng_();
-    for (size_t i = 0; i < slot->args->inputs.size(); ++i)
-      drawn_.fill(ctx_.runtime, *source_device_, i, slot->args->inputs[i]->data(), slot->key);
-    slot->args->poison();
+    write_drawing(ctx_, drawn_, *source_device_, *slot->args, slot->key);
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   choose_batch();
   choose_samples();
   choose_checks();
+  return seconds;
+}
+
+double TimedSlots::time_refill(const CheckContext& ctx, const Problem& problem,
+                               std::shared_ptr<const PreparedCase> source, size_t slots, int rounds) {
+  const DrawnInputs drawn(ctx.op, problem, source);
+  const auto device = ctx.cases.get(source, /*with_reference=*/false);
+  std::vector<std::unique_ptr<KernelArgs>> args;
+  for (size_t s = 0; s < slots; ++s)
+    args.push_back(std::make_unique<KernelArgs>(ctx.runtime, ctx.arena, drawn.source().signature));
+  std::mt19937_64 rng(unpredictable_seed());
+  std::vector<double> times;
+  for (int r = 0; r <= rounds; ++r) {
+    ctx.launcher.start_empty_run();
+    ctx.launcher.finish_run(ctx.launcher.asynchronous());
+    const auto start = std::chrono::steady_clock::now();
+    for (auto& slot : args) write_drawing(ctx, drawn, *device, *slot, rng());
+    if (r > 0)  // the first warms both ends
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(std::move(times));
 }
 
 // For every slot and output: positions anywhere in the output.

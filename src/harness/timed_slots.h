@@ -70,8 +70,14 @@ class TimedSlots {
   const std::vector<int>& batch_ids() const { return batch_ids_; }
   // After confirming that the last batch's outputs have not changed since: new inputs for every
   // slot, outputs poisoned, the next batch's slots and order, new sample positions and checked
-  // units (device work; untimed).
-  void refill();
+  // units (device work, outside the kernel's time). Returns the seconds the device writes took:
+  // a device the kernel's process keeps busy meanwhile makes them slower (timing.h).
+  double refill();
+  // What those writes cost with no kernel code loaded: `slots` slots of `problem` drawn from
+  // `source` in the arena, written `rounds` times, each after an empty launcher run (so that the
+  // device switches contexts as after a batch); the median, in seconds. The slots are freed after.
+  static double time_refill(const CheckContext& ctx, const Problem& problem,
+                            std::shared_ptr<const PreparedCase> source, size_t slots, int rounds);
   // Inside the clock: the samples, and the bytes read kept for the confirmation.
   SampleReading read_samples();
   // Off the clock, after each batch: reads the checked units of its launched slots.

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/launcher.h"
@@ -36,6 +38,10 @@ struct JudgeCosts {
   // One cache flush. A flush that takes far longer once the module is loaded means the kernel's
   // process keeps the device busy between its launches (work outside the timed launches).
   double flush_s = 0;
+  // The device writes of one refill of the timed slots (TimedSlots::time_refill; 0: not measured,
+  // not judged). A kernel left running that computed each slot's next answer while the judge
+  // wrote its inputs, and ended before the flush, would slow these, and nothing else.
+  double refill_s = 0;
 };
 JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const SharedArena& arena,
                                size_t sample_count, int rounds = 31);
@@ -47,6 +53,17 @@ JudgeCosts measure_judge_costs(Runtime& runtime, Launcher& launcher, const Share
 TimingReport measure(TimedSlots& slots, Launcher& launcher, Runtime& runtime, const JudgeCosts& costs,
                      const TimingOptions& options, const std::function<JudgeCosts()>& recalibrate = {});
 
+// The reason a device-bound piece of the judge's own work between batches (`judge_work`: what it
+// is, e.g. "cache flush"), timed at `timed` (its median is judged), says the kernel's process kept
+// the device busy outside the timed launches: over `factor` times `calibrated_s`, measured before
+// the module was loaded, plus 200 us; "" when it does not (or nothing was calibrated). On a GPU
+// the contexts of two processes take turns, so the kernel's work outside its launches slows the
+// judge's.
+std::string busy_device_reason(std::string_view judge_work, const std::vector<double>& timed,
+                               double calibrated_s, double factor);
+
+// The median (0 for none).
+double median(std::vector<double> samples);
 // Relative standard deviation of samples (0 for fewer than two).
 double relative_noise(const std::vector<double>& samples);
 // 1.4826 * the median absolute deviation, over the median: a robust relative spread, equal to

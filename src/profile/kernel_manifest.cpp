@@ -6,6 +6,7 @@
 #include "autokernel/abi.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/paths.h"
 #include "core/registry.h"
 #include "core/subprocess.h"
 
@@ -85,6 +86,19 @@ nlohmann::json kernel_manifest(const BuildInfo& built, const std::vector<Manifes
                                {"abi_version", AK_ABI_VERSION}};
   if (!built.cuda.empty()) built_with["cuda"] = built.cuda;
   return {{"format", kManifestFormat}, {"built_with", built_with}, {"kernels", kernels}};
+}
+
+std::map<std::string, std::pair<bool, std::string>> verify_decisions(const std::filesystem::path& ws) {
+  std::map<std::string, std::pair<bool, std::string>> decisions;
+  if (!std::filesystem::exists(ws / "verify.json")) return decisions;
+  const auto v = nlohmann::json::parse(read_text_file(ws / "verify.json"), nullptr, false);
+  if (v.is_discarded() || !v.contains("kernels")) return decisions;
+  const std::string mode = v.value("decide_mode", std::string("eager"));
+  for (const auto& k : v["kernels"])
+    if (k.contains("decisions") && k["decisions"].contains(mode))
+      decisions[k["name"]] = {k["decisions"][mode]["in"].get<bool>(),
+                              "verify, " + mode + ": " + k["decisions"][mode]["why"].get<std::string>()};
+  return decisions;
 }
 
 }  // namespace ak

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -43,6 +44,10 @@ std::vector<CheckedProblem> harness_problems(const PlanKernel& kernel, bool quic
 
 // This device as kernels.json names architectures; the release of nvcc ("13.0", "" without).
 BuildInfo build_info(Backend backend);
+
+// verify's decision per kernel of workspace `ws` (its verify.json), in the mode it decided in
+// first: (plugged in, why); none without a verify.json.
+std::map<std::string, std::pair<bool, std::string>> verify_decisions(const std::filesystem::path& ws);
 
 // The document; `module_path` gives the path written for each kernel's module.
 nlohmann::json kernel_manifest(const BuildInfo& built, const std::vector<ManifestEntry>& entries,

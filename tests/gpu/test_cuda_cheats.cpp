@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <string_view>
 
 #include "cli_runner.h"
 #include "core/paths.h"
@@ -47,7 +48,20 @@ TEST_P(CudaCheatBattery, IsRejectedWithAReasonThatNamesIt) {
   const Cheat& c = GetParam();
   const auto j = bench_cuda(std::string("cheats/") + c.kernel);
   EXPECT_EQ(j.value("status", ""), c.status) << j.dump(2);
-  EXPECT_NE(j.value("reason", "").find(c.reason), std::string::npos) << j.dump(2);
+  const std::string reason = j.value("reason", "");
+  std::cout << c.kernel << ": " << j.value("status", "") << " " << reason << "\n";
+  // c.reason: what the reason must say, alternatives split by '|' (a cheat that more than one
+  // check rejects may meet either first, by its inputs).
+  bool named = false;
+  const std::string_view wanted = c.reason;
+  for (size_t at = 0;;) {
+    const size_t bar = wanted.find('|', at);
+    named = named || reason.find(wanted.substr(at, bar == std::string_view::npos ? bar : bar - at)) !=
+                         std::string::npos;
+    if (bar == std::string_view::npos) break;
+    at = bar + 1;
+  }
+  EXPECT_TRUE(named) << "expected the reason to say " << c.reason << ": " << j.dump(2);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -57,7 +71,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Cheat{"cuda_forge_channel.cu", "FAIL", "unexpected message on the launch channel"},
                       Cheat{"cuda_fork.cu", "CRASH", "called fork"},
                       Cheat{"cuda_batched_calls.cu", "FAIL", "call never made"},
-                      Cheat{"cuda_row_cache.cu", "FAIL", "reference"}),
+                      Cheat{"cuda_row_cache.cu", "FAIL", "reference|differs bitwise"},
+                      Cheat{"cuda_busy_while_refilled.cu", "FAIL", "writes of the next batch's inputs took"}),
     [](const auto& param_info) {
       std::string name = param_info.param.kernel;
       return name.substr(0, name.find('.'));

@@ -67,6 +67,43 @@ TEST_F(JudgeTiming, ASlowerCalibrationAfterTheModuleIsLoadedIsNotBelieved) {
   EXPECT_GT(report.median_us, 0);
 }
 
+// The judge's writes of the slots' inputs are timed every batch, and reported beside what they cost
+// before the module was loaded (measured on a GPU only, where they are judged).
+TEST_F(JudgeTiming, EveryBatchsWritesOfTheInputsAreTimedAndReported) {
+  JudgeCosts calibrated = real;
+  calibrated.refill_s = 1e-4;
+  const TimingReport report = time_it(calibrated, [&] { return real; });
+  EXPECT_GT(report.refill_us, 0);
+  EXPECT_DOUBLE_EQ(report.refill_before_us, 100);
+  EXPECT_GT(report.flush_us, 0);
+  EXPECT_DOUBLE_EQ(report.flush_before_us, real.flush_s * 1e6);
+}
+
+// A kernel left running on the GPU outside its launches shows only in the judge's own device work
+// between batches (on a GPU two processes' contexts take turns): its writes of the next inputs and
+// its cache flush, far slower than before the module was loaded.
+TEST(JudgeBusyDevice, WorkFarSlowerThanCalibratedIsWorkOutsideTheTimedLaunches) {
+  const std::vector<double> honest{310e-6, 300e-6, 330e-6, 290e-6, 305e-6};
+  EXPECT_EQ(busy_device_reason("writes", honest, 300e-6, 1.5), "");
+  const std::vector<double> stretched{2.1e-3, 2.4e-3, 350e-6, 2.2e-3, 2.0e-3};
+  const std::string reason = busy_device_reason("writes of the next batch's inputs", stretched, 300e-6, 1.5);
+  EXPECT_NE(reason.find("stayed busy outside the timed launches"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("writes of the next batch's inputs took 2100 us against 300 us"), std::string::npos)
+      << reason;
+}
+
+TEST(JudgeBusyDevice, TheMedianIsJudgedAndNothingWithoutACalibration) {
+  // One batch preempted by the machine does not fail an honest kernel.
+  EXPECT_EQ(busy_device_reason("writes", {300e-6, 9e-3, 310e-6, 305e-6}, 300e-6, 1.5), "");
+  EXPECT_EQ(busy_device_reason("writes", {5e-3, 5e-3, 5e-3}, 0, 1.5), "");  // not measured (the host)
+  EXPECT_EQ(busy_device_reason("writes", {5e-3, 5e-3}, 300e-6, 1.5), "");   // too few batches to say
+  EXPECT_NE(busy_device_reason("writes", {5e-3, 5e-3, 5e-3}, 300e-6, 1.5), "");
+  // The limit: factor times the calibration, plus 200 us.
+  EXPECT_EQ(busy_device_reason("writes", {6.1e-3, 6.1e-3, 6.1e-3}, 4e-3, 1.5), "");
+  EXPECT_NE(busy_device_reason("writes", {6.3e-3, 6.3e-3, 6.3e-3}, 4e-3, 1.5), "");
+  EXPECT_EQ(busy_device_reason("flush", {340e-6, 340e-6, 340e-6}, 48e-6, 3.0), "");
+}
+
 // The stopping rule: samples of a 72 us kernel within 1%, three of whose batches stalled for
 // milliseconds. The standard deviation says the median is not known to 0.5% after 100 samples,
 // and the judge went on to its time limit (two GPUs starting at once); the median's own error,

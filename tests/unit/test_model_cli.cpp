@@ -138,6 +138,17 @@ TEST(ModelCli, AfterARunOnlyKernelsThatPassedAreCandidatesAndEachIsDecidedByTheM
     EXPECT_EQ(kernels[i]["calls"]["eager"], 0);
   }
   EXPECT_TRUE(j["passed"].get<bool>());
+  // The workspace's kernels.json, which apply(model, workspace=...) loads, says what verify decided
+  // (it had said every candidate was in, whatever verify decided: apply plugged kernels left out).
+  const auto manifest = nlohmann::json::parse(std::ifstream(ws / "kernels.json"));
+  int found = 0;
+  for (const auto& entry : manifest["kernels"]) {
+    if (entry["name"] != kernels[0]["name"]) continue;
+    ++found;
+    EXPECT_EQ(entry["use"], kernels[0]["decisions"]["eager"]["in"]) << entry.dump();
+    EXPECT_EQ(entry["why"].get<std::string>(), "verify, eager: " + why) << entry.dump();
+  }
+  EXPECT_EQ(found, 1) << manifest.dump();
 }
 
 TEST(ModelCli, VerifyWhoseBudgetEndsBeforeAnyTimingStillChecksTheOutputs) {

@@ -62,8 +62,12 @@ class Capture:
             return len(args) == len(self.leaves) and all(
                 type(a) in PLAIN_TENSORS and (tuple(a.shape), a.dtype, a.device) == leaf[1:]
                 for a, leaf in zip(args, self.leaves))
-        spec, leaves = signature(args, kwargs)
-        return spec == self.spec and leaves == self.leaves
+        # The layout first: a leaf that is no tensor or plain value is keyed by its identity, and
+        # under torch.compile that key is a guard on the object. generate() passes a new
+        # StaticCache every call, which the traced call never had: keyed before the layout
+        # refused it, every compiled generate() recompiled until Dynamo's limit.
+        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+        return spec == self.spec and tuple(_leaf_key(leaf) for leaf in leaves) == self.leaves
 
     def difference(self, args, kwargs, training):
         """How a call `accepts` refused differs from the traced one, in a few words."""
