@@ -75,6 +75,9 @@ class CompiledGenerate(base.AppliedModelCase):
         self.assertGreater(calls, 0)
         self.assertGreater(compiled_ours, 0)
         self.assertGreater(compiled_eager, 0)
+        # One frame each: a module site's decision is traced as a constant, not read from its memo,
+        # whose new key at the second decode step recompiled the applied state's frame.
+        self.assertEqual(compiled_ours, compiled_eager)
         self.assertEqual(self.gt.dynamo_counts()["breaks"], 0)
 
     # generate() passes a new StaticCache every call: keyed by its identity in apply's dispatcher

@@ -95,10 +95,16 @@ class Forward:
     def __call__(self, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], torch.Tensor):
             x = args[0]
-            key = (x.shape, x.dtype, x.device, x.is_contiguous(), self.site.module.training)
-            ours = self.memo.get(key) if self.version == TABLE.version else None
-            if ours is None:
-                ours = self._decide(x, key)
+            if torch.compiler.is_compiling():
+                # Traced to a constant. Read through the memo, the decision was a guard on the
+                # memo's keys, and the next call's new key recompiled the frame (generate()'s second
+                # decode step, static cache, compiled).
+                ours = self._serves(x)
+            else:
+                key = (x.shape, x.dtype, x.device, x.is_contiguous(), self.site.module.training)
+                ours = self.memo.get(key) if self.version == TABLE.version else None
+                if ours is None:
+                    ours = self._decide(x, key)
             if ours:
                 return self.site.graph(x)
         return self.original(*args, **kwargs)
@@ -107,11 +113,14 @@ class Forward:
         if self.version != TABLE.version:
             self.memo.clear()
             self.version = TABLE.version
-        kernel = self.site.kernel(x)
-        ours = kernel is not None and (self.allowed is None or kernel.name in self.allowed)
+        ours = self._serves(x)
         if len(self.memo) < _MEMO_LIMIT:
             self.memo[key] = ours
         return ours
+
+    def _serves(self, x):
+        kernel = self.site.kernel(x)
+        return kernel is not None and (self.allowed is None or kernel.name in self.allowed)
 
 
 def install(sites, ops, allowed):
