@@ -4,7 +4,7 @@
 # prefill's problems), one on one token a row (a decode step's: `--input-shape <batch>,1`) — each
 # deciding its kernels in eager, then bench/generate_time.py: generate() with and without the
 # kernels of both runs, the prefill and a decode step timed apart. A short table is printed last;
-# logs, both runs' verify.json and generate.json under $OUT. The gpu tests run first, after the
+# logs and generate.json under $OUT, both runs' output and verify.json in $OUT/runs.tar.gz. The gpu tests run first, after the
 # build (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0 skips them, GPU_TESTS_REGEX /
 # GPU_TESTS_EXCLUDE narrow them, GPU_TESTS_TIMEOUT default 90 s); their result ends the table.
 # COMPILE (default none: eager, as before) times generate() compiled as transformers users run it,
@@ -65,3 +65,5 @@ timeout "$GEN_TIMEOUT" python3 bench/generate_time.py --model "$MODEL" --prompt 
 echo "generate_time exit: ${PIPESTATUS[0]}" | tee -a "$OUT/generate.log"
 tail -3 "$OUT/generate_time.err"
 echo "$GPU_TESTS_RESULT"
+# The device tool brings back 8 files: both runs' outputs and verify.json travel as one archive.
+(cd "$OUT" && tar -czf runs.tar.gz run-*.txt verify-*.json 2>/dev/null && rm -f run-*.txt verify-*.json)
