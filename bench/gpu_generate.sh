@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One device call for model.generate() as transformers users run it (issue 11): transformers' own
 # LlamaForCausalLM (examples/hf_llama.py), two `autokernel run`s — one on the prompt's shape (the
-# prefill's problems), one on one token a row (a decode step's: `--input-shape <batch>,1`) — each
-# deciding its kernels in eager, then bench/generate_time.py: generate() with and without the
-# kernels of both runs, the prefill and a decode step timed apart. A short table is printed last;
-# logs and generate.json under $OUT, both runs' output and verify.json in $OUT/runs.tar.gz. The gpu tests run first, after the
-# build (gpu_tests_first in bench/gpu_env.sh: GPU_TESTS=0 skips them, GPU_TESTS_REGEX /
-# GPU_TESTS_EXCLUDE narrow them, GPU_TESTS_TIMEOUT default 90 s); their result ends the table.
+# prefill's problems, decided in eager), one on one token a row (a decode step's: `--input-shape
+# <batch>,1`, decided in DECODE_MODE: eager, or COMPILE's mode) — then bench/generate_time.py:
+# generate() with and without the kernels of both runs, the prefill and a decode step timed
+# apart. A short table is printed last; logs and generate.json under $OUT, both runs' output and
+# verify.json in $OUT/runs.tar.gz. The gpu tests run first, after the build (gpu_tests_first in
+# bench/gpu_env.sh: GPU_TESTS=0 skips them, GPU_TESTS_REGEX / GPU_TESTS_EXCLUDE narrow them,
+# GPU_TESTS_TIMEOUT default 90 s); their result ends the table.
 # COMPILE (default none: eager, as before) times generate() compiled as transformers users run it,
 # a static cache and CompileConfig(mode=COMPILE): default, reduce-overhead or
 # max-autotune-no-cudagraphs (generate_time.py --compile; the runs still decide in eager; the
