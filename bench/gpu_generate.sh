@@ -10,7 +10,7 @@
 # GPU_TESTS_TIMEOUT default 90 s); their result ends the table.
 # COMPILE (default none: eager, as before) times generate() compiled as transformers users run it,
 # a static cache and CompileConfig(mode=COMPILE): default, reduce-overhead or
-# max-autotune-no-cudagraphs (generate_time.py --compile; the runs still decide in eager; the
+# max-autotune-no-cudagraphs (generate_time.py --compile; the decode run decides in that mode; the
 # compiles take longer: GEN_TIMEOUT, 300 s then, and GPU_TESTS=0 leave room). Needs .carry (transformers):
 #   run(command="bash bench/gpu_generate.sh", carry=[".carry"], timeout_s=600)
 #   MODEL=examples/hf_llama.py:HFLlama7B4L PROMPT=1,512 DECODE=1,1 bash bench/gpu_generate.sh
