@@ -210,7 +210,7 @@ int run_verify(const VerifyOptions& o) {
   const auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
   // The workspace's kernels.json now says what verify decided, as an export's does: apply(model,
   // workspace=ws) plugs what won, not every candidate.
-  if (const auto decisions = verify_decisions(ws); !decisions.empty()) {
+  if (const auto decisions = verify_decisions(v); !decisions.empty()) {
     for (ManifestEntry& e : entries)
       if (const auto d = decisions.find(e.module.kernel.name); d != decisions.end())
         std::tie(e.use, e.why) = d->second;

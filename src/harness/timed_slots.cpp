@@ -54,6 +54,10 @@ void add_row_ranges(const Signature& sig, const UnitLayout& units, const std::ve
   }
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // A slot's inputs of drawing `key` and its outputs poisoned: the judge's device writes before a batch.
 void write_drawing(const CheckContext& ctx, const DrawnInputs& drawn, const DeviceCase& source,
                    KernelArgs& args, uint64_t key) {
@@ -132,7 +136,7 @@ double TimedSlots::refill() {
     slot->key = rng_();
     write_drawing(ctx_, drawn_, *source_device_, *slot->args, slot->key);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = seconds_since(start);
   choose_batch();
   choose_samples();
   choose_checks();
@@ -154,7 +158,7 @@ double TimedSlots::time_refill(const CheckContext& ctx, const Problem& problem,
     const auto start = std::chrono::steady_clock::now();
     for (auto& slot : args) write_drawing(ctx, drawn, *device, *slot, rng());
     if (r > 0)  // the first warms both ends
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      times.push_back(seconds_since(start));
   }
   return median(std::move(times));
 }

@@ -89,9 +89,12 @@ nlohmann::json kernel_manifest(const BuildInfo& built, const std::vector<Manifes
 }
 
 std::map<std::string, std::pair<bool, std::string>> verify_decisions(const std::filesystem::path& ws) {
+  if (!std::filesystem::exists(ws / "verify.json")) return {};
+  return verify_decisions(nlohmann::json::parse(read_text_file(ws / "verify.json"), nullptr, false));
+}
+
+std::map<std::string, std::pair<bool, std::string>> verify_decisions(const nlohmann::json& v) {
   std::map<std::string, std::pair<bool, std::string>> decisions;
-  if (!std::filesystem::exists(ws / "verify.json")) return decisions;
-  const auto v = nlohmann::json::parse(read_text_file(ws / "verify.json"), nullptr, false);
   if (v.is_discarded() || !v.contains("kernels")) return decisions;
   const std::string mode = v.value("decide_mode", std::string("eager"));
   for (const auto& k : v["kernels"])

@@ -48,6 +48,8 @@ BuildInfo build_info(Backend backend);
 // verify's decision per kernel of workspace `ws` (its verify.json), in the mode it decided in
 // first: (plugged in, why); none without a verify.json.
 std::map<std::string, std::pair<bool, std::string>> verify_decisions(const std::filesystem::path& ws);
+// The same, from verify.json's document.
+std::map<std::string, std::pair<bool, std::string>> verify_decisions(const nlohmann::json& verify);
 
 // The document; `module_path` gives the path written for each kernel's module.
 nlohmann::json kernel_manifest(const BuildInfo& built, const std::vector<ManifestEntry>& entries,

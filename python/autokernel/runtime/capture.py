@@ -31,9 +31,17 @@ def _leaf_key(leaf):
     return ("value", leaf if isinstance(leaf, (int, float, bool, str, type(None))) else id(leaf))
 
 
+def _flatten(args, kwargs):
+    return pytree.tree_flatten((tuple(args), dict(kwargs)))
+
+
+def _keys(leaves):
+    return tuple(_leaf_key(leaf) for leaf in leaves)
+
+
 def signature(args, kwargs):
-    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
-    return spec, tuple(_leaf_key(leaf) for leaf in leaves)
+    leaves, spec = _flatten(args, kwargs)
+    return spec, _keys(leaves)
 
 
 @dataclass
@@ -66,8 +74,8 @@ class Capture:
         # under torch.compile that key is a guard on the object. generate() passes a new
         # StaticCache every call, which the traced call never had: keyed before the layout
         # refused it, every compiled generate() recompiled until Dynamo's limit.
-        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
-        return spec == self.spec and tuple(_leaf_key(leaf) for leaf in leaves) == self.leaves
+        leaves, spec = _flatten(args, kwargs)
+        return spec == self.spec and _keys(leaves) == self.leaves
 
     def difference(self, args, kwargs, training):
         """How a call `accepts` refused differs from the traced one, in a few words."""
