@@ -126,9 +126,14 @@ def _add_path_rule(libc, ruleset, path, rights):
         os.close(fd)
 
 
-def gpu_device_files():
-    """The NVIDIA driver's device files of this machine (/dev/nvidia0, nvidiactl, nvidia-uvm, ...)."""
-    return sorted(os.path.join("/dev", name) for name in os.listdir("/dev") if name.startswith("nvidia"))
+def gpu_device_files(only_minor=None, directory="/dev"):
+    """The NVIDIA driver's device files of this machine (/dev/nvidia0, nvidiactl, nvidia-uvm, ...);
+    with `only_minor`, of its GPUs only /dev/nvidia<only_minor>: a process confined to them (and
+    whatever it starts, however it sets CUDA_VISIBLE_DEVICES) opens no other GPU."""
+    names = sorted(name for name in os.listdir(directory) if name.startswith("nvidia"))
+    if only_minor is not None:
+        names = [n for n in names if not n[len("nvidia"):].isdigit() or int(n[len("nvidia"):]) == only_minor]
+    return [os.path.join(directory, name) for name in names]
 
 
 def confine(writable, devices=(), network=False):

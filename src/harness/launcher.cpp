@@ -21,8 +21,6 @@
 #include "core/subprocess.h"
 #include "harness/sandbox.h"
 
-extern char** environ;
-
 namespace ak {
 namespace {
 
@@ -58,7 +56,8 @@ class HighDescriptor {
   int fd_;
 };
 
-pid_t spawn_launcher(const std::vector<std::string>& argv, int channel_fd, int log_fd, int arena_source) {
+pid_t spawn_launcher(const std::vector<std::string>& argv, const EnvOverrides& env, int channel_fd,
+                     int log_fd, int arena_source) {
   const HighDescriptor channel(channel_fd), log(log_fd), arena(arena_source);
   const int arena_fd = arena.get();
   posix_spawn_file_actions_t actions;
@@ -73,8 +72,12 @@ pid_t spawn_launcher(const std::vector<std::string>& argv, int channel_fd, int l
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const std::vector<std::string> variables = environment_with(env);
+  std::vector<char*> envp;
+  for (const auto& v : variables) envp.push_back(const_cast<char*>(v.c_str()));
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw Error(ErrorKind::Io, "cannot start the launcher: " + std::string(std::strerror(rc)));
   return pid;
@@ -100,19 +103,24 @@ Launcher::Launcher(Backend backend, const SharedArena& arena, const std::filesys
   }
   // An arena passed as a descriptor is named by its handle's prefix and the number it has there.
   const bool inherited = arena.inherited_fd() >= 0;
+  // The launcher sees the judge's GPU alone (then as its device 0), never a second one to compute on.
+  const int device = current_device(backend);
+  const std::string sole = sole_device_visibility(backend, device);
+  EnvOverrides env;
+  if (!sole.empty()) env.emplace_back("CUDA_VISIBLE_DEVICES", sole);
   const std::vector<std::string> argv = {
       (executable.empty() ? self_executable() : executable).string(),
       "launcher",
       "--backend",
       std::string(to_string(backend)),
       "--device",
-      std::to_string(current_device(backend)),
+      std::to_string(sole.empty() ? device : 0),
       "--arena",
       inherited ? arena.handle() + std::to_string(kArenaFd) : arena.handle(),
       "--arena-bytes",
       std::to_string(arena.size())};
   try {
-    pid_ = spawn_launcher(argv, ends[1], log_, arena.inherited_fd());
+    pid_ = spawn_launcher(argv, env, ends[1], log_, arena.inherited_fd());
   } catch (...) {
     ::close(ends[1]);
     ::close(channel_);

@@ -99,7 +99,8 @@ class LocalExecutor final : public WorkerPool {
         info.gpu = gpus[static_cast<size_t>(w)];
         info.name = "gpu" + std::to_string(info.gpu);
         info.model = device_model(o.backend, info.gpu);
-        placement.env = {{"CUDA_VISIBLE_DEVICES", std::to_string(info.gpu)}};
+        if (const std::string sole = sole_device_visibility(o.backend, info.gpu); !sole.empty())
+          placement.env = {{"CUDA_VISIBLE_DEVICES", sole}};
         if (cores.pinned()) {  // references drawn on the compilers' cores, judging on its own
           placement.cpus = cores.builds;
           placement.judge_cpus = cores.workers[static_cast<size_t>(w)];

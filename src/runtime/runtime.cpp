@@ -1,5 +1,8 @@
 #include "runtime/runtime.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "core/error.h"
 #include "runtime/host/host_runtime.h"
 #ifdef AK_WITH_CUDA
@@ -71,6 +74,19 @@ int current_device(Backend backend) {
 #endif
   (void)backend;
   return 0;
+}
+
+std::string sole_device_visibility(Backend backend, int device) {
+#ifdef AK_WITH_CUDA
+  if (backend == Backend::Cuda) {
+    const char* forced = std::getenv("AUTOKERNEL_SOLE_GPU_BY_UUID");
+    if (cuda_device_count() > 1 || (forced && std::string_view(forced) == "1"))
+      return cuda_device_uuid(device);
+  }
+#endif
+  (void)backend;
+  (void)device;
+  return "";
 }
 
 int visible_devices(Backend backend) {

@@ -165,6 +165,15 @@ std::unique_ptr<Runtime> make_runtime(Backend backend);
 std::unique_ptr<LaunchDevice> make_launch_device(Backend backend, int device);
 // The CUDA device this process uses (0 on the host backend), for the launcher's --device.
 int current_device(Backend backend);
+// Where this process sees more than one CUDA GPU: the value of CUDA_VISIBLE_DEVICES that shows a
+// child process device `device` of this process and no other, by its UUID ("GPU-..."; an ordinal
+// would name the machine's GPU of that number, not this process's). "" where the child's inherited
+// environment already shows one device (one GPU, a MIG instance: named as its parent names it) and
+// on the host backend. AUTOKERNEL_SOLE_GPU_BY_UUID=1 names a lone GPU by UUID too, so that a
+// one-GPU machine tests the path several GPUs take. A judge's launcher sees its GPU alone: a
+// kernel that found another GPU could compute there, beside the judge's, where neither the clock's
+// batches nor the checks of the judge's GPU between them (the refill, the flush) see it.
+std::string sole_device_visibility(Backend backend, int device);
 // How many devices of the backend this process sees (the host backend: one; CUDA: 0 when none
 // answers), and the name of one by its ordinal. Neither creates a device context.
 int visible_devices(Backend backend);

@@ -88,6 +88,22 @@ TEST(CudaCheats, ResultReuseGainsNothing) {
   EXPECT_GT(cheat_us, 0.5 * honest_us) << "reused results read as a speedup: " << cheat.dump(2);
 }
 
+// The launcher sees the judge's GPU alone, however many the machine has: with several, its
+// CUDA_VISIBLE_DEVICES names that one by UUID; AUTOKERNEL_SOLE_GPU_BY_UUID=1 takes that path on a
+// one-GPU machine too (a UUID the driver did not take would leave the launcher no GPU).
+TEST(CudaCheats, TheLauncherSeesTheJudgesGpuAlone) {
+  if (!cuda_device_present()) GTEST_SKIP() << "no CUDA GPU";
+  for (const char* by_uuid : {"0", "1"}) {
+    ProcessResult run;
+    const auto j = bench_json({kernel("cuda_one_gpu_seen.cu"), "--op", "reduce", "--shape", "4096x1000",
+                               "--max-time", "0.3", "--timeout", "120"},
+                              600, {{"AUTOKERNEL_SOLE_GPU_BY_UUID", by_uuid}}, &run);
+    ASSERT_TRUE(j.is_object()) << run.output;
+    EXPECT_EQ(j.value("status", ""), "PASS")
+        << "AUTOKERNEL_SOLE_GPU_BY_UUID=" << by_uuid << ": " << j.dump(2);
+  }
+}
+
 // Inputs kept in L2 across the judge's flush by a persisting access-policy window: the judge
 // resets persisting lines before each batch, so the cheat runs at an honest kernel's time. 16 MB
 // inputs: the set-aside (up to three quarters of L2) holds two of the 16 slots.

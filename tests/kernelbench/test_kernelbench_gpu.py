@@ -3,8 +3,10 @@ solutions written with load_inline CUDA and with Triton pass and are timed besid
 torch.compile; the exploits are rejected with their reasons, the GPU-only ones included (a side
 stream, a process that takes all the device memory, CUDA that does not build); a bad solution
 leaves the next evaluation unaffected."""
+import os
 import pathlib
 import unittest
+from unittest import mock
 
 import torch
 
@@ -60,6 +62,15 @@ class OnTheGpu(unittest.TestCase):
     def test_the_judge_is_out_of_the_solutions_reach(self):
         record = judge("reads_judge", trials=1)  # its buffers opened through CUDA IPC all the same
         self.assertEqual(record["status"], "PASS", record["reason"])
+
+    def test_the_solution_sees_the_judges_gpu_alone(self):
+        # With several GPUs its CUDA_VISIBLE_DEVICES names the judge's by UUID and its confinement
+        # opens only that GPU's device file; AUTOKERNEL_SOLE_GPU_BY_UUID=1 takes that path on one
+        # GPU too (the judge's buffers then reopened on the solver's cuda:0).
+        for by_uuid in ("0", "1"):
+            with self.subTest(by_uuid=by_uuid), mock.patch.dict(os.environ, {"AUTOKERNEL_SOLE_GPU_BY_UUID": by_uuid}):
+                record = judge("sees_one_gpu")
+                self.assertEqual(record["status"], "PASS", record["reason"])
 
     def test_every_exploit_is_rejected_and_the_next_evaluation_is_unaffected(self):
         for solution, (status, words) in EXPECTED.items():

@@ -68,5 +68,45 @@ class WithoutLandlock(unittest.TestCase):
                 self.assertFalse(autokernel_sandbox.confine_unless_trusted(["/nonexistent"]))
 
 
+class SoleGpu(unittest.TestCase):
+    """A KernelBench solution process sees the judge's GPU alone: its device files and its minor."""
+
+    def test_only_the_named_gpus_device_file_is_kept_beside_the_drivers_control_files(self):
+        with tempfile.TemporaryDirectory() as dev:
+            for name in ["nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-caps", "null"]:
+                open(os.path.join(dev, name), "w").close()
+            names = lambda files: sorted(os.path.basename(f) for f in files)
+            everything = ["nvidia-caps", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia12", "nvidiactl"]
+            self.assertEqual(names(autokernel_sandbox.gpu_device_files(directory=dev)), everything)
+            self.assertEqual(names(autokernel_sandbox.gpu_device_files(1, directory=dev)),
+                             ["nvidia-caps", "nvidia-uvm", "nvidia1", "nvidiactl"])
+            self.assertEqual(names(autokernel_sandbox.gpu_device_files(12, directory=dev)),
+                             ["nvidia-caps", "nvidia-uvm", "nvidia12", "nvidiactl"])
+
+    def test_the_device_minor_is_read_from_the_drivers_file_for_the_gpus_pci_address(self):
+        from autokernel.kernelbench import isolation
+
+        with tempfile.TemporaryDirectory() as proc:
+            for address, minor in [("0000:18:00.0", 0), ("0000:2a:00.0", 1), ("0001:2a:00.0", 7)]:
+                os.makedirs(os.path.join(proc, address))
+                with open(os.path.join(proc, address, "information"), "w") as f:
+                    f.write(f"Model: \t\t NVIDIA H200\nIRQ:   88\nDevice Minor: \t {minor}\n"
+                            f"Bus Location: \t {address}\n")
+            props = mock.Mock(pci_domain_id=0, pci_bus_id=0x2a, pci_device_id=0)
+            self.assertEqual(isolation._device_minor(props, proc), 1)
+            props.pci_domain_id = 1
+            self.assertEqual(isolation._device_minor(props, proc), 7)
+            props.pci_bus_id = 0x3b
+            self.assertIsNone(isolation._device_minor(props, proc))
+        self.assertIsNone(isolation._device_minor(props, os.path.join(proc, "gone")))
+
+    def test_a_cpu_judge_names_no_gpu(self):
+        import torch
+        from autokernel.kernelbench import isolation
+
+        with mock.patch.dict(os.environ, {"AUTOKERNEL_SOLE_GPU_BY_UUID": "1"}):
+            self.assertIsNone(isolation.sole_gpu(torch.device("cpu")))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -8,6 +8,7 @@ Also the judge's tools on such tensors: poison (every byte 0xFF: a NaN pattern n
 produces, -1 for integers) and fingerprints (a keyed hash of the raw bytes, computed in chunks so
 that checking a multi-gigabyte tensor needs little memory beside it).
 """
+import inspect
 import mmap
 import os
 import secrets
@@ -59,10 +60,15 @@ class Arena:
         self._tensors.clear()
 
 
-def attach(handle):
-    """The solver's view of a judge's tensor."""
+def attach(handle, device=None):
+    """The solver's view of a judge's tensor; `device`: where the solver sees the judge's GPU, when
+    its number there differs from the judge's (a solver that sees that GPU alone)."""
     if handle[0] == "cuda":
         rebuild, args = handle[1]
+        if device is not None:
+            bound = inspect.signature(rebuild).bind(*args)
+            bound.arguments["storage_device"] = device.index
+            return rebuild(*bound.args)
         return rebuild(*args)
     _, path, shape, dtype_name, nbytes = handle
     fd = os.open(path, os.O_RDWR)

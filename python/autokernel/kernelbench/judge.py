@@ -20,7 +20,7 @@ import torch
 
 from . import buffers, checks, problems
 from .channel import SolverProcess
-from .isolation import make_undumpable
+from .isolation import make_undumpable, sole_gpu
 from .verdict import Probe, Rejected, from_answer, probe_reason
 
 REHEARSAL_SHARE = 0.05  # of the free memory: above it, the judge keeps no second input set cached
@@ -189,6 +189,10 @@ class Judge:
                    TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
                    CUDA_CACHE_PATH=os.path.join(caches, "nv"))
         plan["writable"] = [cwd, caches]
+        sole = sole_gpu(self.device)
+        if sole:  # the solution sees this GPU alone, as its cuda:0
+            env["CUDA_VISIBLE_DEVICES"], plan["gpu_minor"] = sole
+            plan["device"], plan["judge_device_index"] = "cuda:0", self.device.index
         if extensions_dir:
             env["TORCH_EXTENSIONS_DIR"] = str(extensions_dir)
             plan["writable"].append(str(extensions_dir))

@@ -52,9 +52,14 @@ class Solver:
         self.device = torch.device(plan["device"])
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        self.slots = [([buffers.attach(h) if kind == "tensor" else h for kind, h in slot["inputs"]],
-                       [buffers.attach(h) for h in slot["outputs"]]) for slot in plan["slots"]]
-        self.probe = buffers.attach(plan["probe"])
+        device = self.device if "judge_device_index" in plan else None  # the judge's GPU, renumbered here
+
+        def attach(handle):
+            return buffers.attach(handle, device)
+
+        self.slots = [([attach(h) if kind == "tensor" else h for kind, h in slot["inputs"]],
+                       [attach(h) for h in slot["outputs"]]) for slot in plan["slots"]]
+        self.probe = attach(plan["probe"])
         self.key = buffers.Key(self.device, seed=plan["probe_key_seed"])
         self.specs = [(tuple(shape), getattr(torch, dtype)) for shape, dtype in plan["output_specs"]]
         self._warm_up_probes()
@@ -188,7 +193,8 @@ def main(argv):
     try:
         solver = Solver(plan)  # the judge's buffers opened (CUDA IPC) with whatever rights that takes,
         try:  # then every capability dropped and the process confined, before any of the solution's code runs
-            confine_unless_trusted(plan["writable"], gpu_device_files() if solver.device.type == "cuda" else ())
+            confine_unless_trusted(plan["writable"],
+                                   gpu_device_files(plan.get("gpu_minor")) if solver.device.type == "cuda" else ())
         except Unconfined as e:
             raise Failure("sandbox", f"refusing to run the solution unconfined: {e.strerror} "
                                      "(AUTOKERNEL_UNCONFINED=1 runs trusted code without it)") from None

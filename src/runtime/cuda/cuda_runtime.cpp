@@ -249,6 +249,12 @@ std::string cuda_device_name(int ordinal) {
   return prop.name;
 }
 
+std::string cuda_device_uuid(int ordinal) {
+  cudaDeviceProp prop{};
+  AK_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  return cuda::format_uuid(prop.uuid);
+}
+
 int cuda_current_device() {
   int device = 0;
   AK_CUDA_CHECK(cudaGetDevice(&device));

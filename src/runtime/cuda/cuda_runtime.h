@@ -17,6 +17,9 @@ int cuda_current_device();
 // Devices the CUDA runtime sees (0 when it does not answer), and one's name; never throws.
 int cuda_device_count();
 std::string cuda_device_name(int ordinal);
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it and CUDA_VISIBLE_DEVICES
+// takes it. Throws Error(Launch) carrying the failing call.
+std::string cuda_device_uuid(int ordinal);
 
 // Throws Error(Unsupported, "no CUDA GPU: cudaGetDeviceCount: <reason>") when there is none.
 std::unique_ptr<Runtime> make_cuda_runtime();
@@ -26,6 +29,7 @@ namespace cuda {
 
 // What the device is, from cudaGetDeviceProperties and the driver/runtime versions.
 DeviceInfo query_device_info(int device);
+std::string format_uuid(const cudaUUID_t& uuid);
 
 // "sm_90a" for compute capability 9.0 and "sm_100a" for 10.0 (their arch-specific features,
 // wgmma and tcgen05, need the "a" target), "sm_<major><minor>" otherwise.

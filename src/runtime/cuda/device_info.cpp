@@ -5,7 +5,6 @@
 #include "runtime/cuda/cuda_runtime.h"
 
 namespace ak::cuda {
-namespace {
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it.
 std::string format_uuid(const cudaUUID_t& uuid) {
@@ -18,6 +17,8 @@ std::string format_uuid(const cudaUUID_t& uuid) {
   }
   return text;
 }
+
+namespace {
 
 // 13000 -> "13.0"
 std::string format_version(int version) {
