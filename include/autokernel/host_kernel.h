@@ -177,6 +177,20 @@ void store_outputs(const float* computed, int64_t n, T* dst) {
   if constexpr (!std::is_same_v<T, float>) from_floats(computed, n, dst);
 }
 
+// `count` rows of `dim` elements lying `row_stride` elements apart, as contiguous floats: the rows
+// themselves where they already are (fp32, adjacent), else converted into `scratch`.
+template <class T>
+const float* rows_view(const T* src, int64_t row_stride, int64_t count, int64_t dim, float* scratch) {
+  if (row_stride == dim) return float_view(src, count * dim, scratch);
+  for (int64_t r = 0; r < count; ++r) to_floats(src + r * row_stride, dim, scratch + r * dim);
+  return scratch;
+}
+// Contiguous float rows into rows of dst lying `row_stride` elements apart.
+template <class T>
+void store_rows(const float* src, int64_t count, int64_t dim, T* dst, int64_t row_stride) {
+  for (int64_t r = 0; r < count; ++r) from_floats(src + r * dim, dim, dst + r * row_stride);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dispatch and checks. Every failure is AK_ERR_UNSUPPORTED: the harness reports it as such.
 
@@ -221,13 +235,36 @@ inline bool usable_transposed(const ak_tensor& t) {
          (t.shape[0] == 1 || t.strides[0] == 1) && (t.shape[1] == 1 || t.strides[1] == t.shape[0]);
 }
 
+// Has data, every dimension >= 1, adjacent elements in the last and any non-negative stride in
+// the others: a view whose rows are whole (attention's and rotary's [B, S, H, D] buffers seen as
+// [B, H, S, D]).
+inline bool usable_rows(const ak_tensor& t) {
+  if (t.data == nullptr || t.ndim < 1 || t.ndim > AK_MAX_DIMS) return false;
+  for (int32_t d = 0; d < t.ndim; ++d)
+    if (t.shape[d] < 1 || t.strides[d] < 0) return false;
+  return t.shape[t.ndim - 1] == 1 || t.strides[t.ndim - 1] == 1;
+}
+
+inline bool counts_match(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
+  return call != nullptr && call->abi_version == AK_ABI_VERSION && call->n_inputs == n_inputs &&
+         call->n_outputs == n_outputs && call->n_scalars == n_scalars;
+}
+
+// The call has exactly these counts and every tensor is usable_rows.
+inline bool valid_rows_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
+  if (!counts_match(call, n_inputs, n_outputs, n_scalars)) return false;
+  for (int i = 0; i < n_inputs; ++i)
+    if (!usable_rows(call->inputs[i])) return false;
+  for (int i = 0; i < n_outputs; ++i)
+    if (!usable_rows(call->outputs[i])) return false;
+  return true;
+}
+
 // The call has exactly these counts and every tensor is usable; input `transposable` (if any)
 // may instead be usable_transposed.
 inline bool valid_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars,
                        int transposable = -1) {
-  if (call == nullptr || call->abi_version != AK_ABI_VERSION) return false;
-  if (call->n_inputs != n_inputs || call->n_outputs != n_outputs || call->n_scalars != n_scalars)
-    return false;
+  if (!counts_match(call, n_inputs, n_outputs, n_scalars)) return false;
   for (int i = 0; i < n_inputs; ++i)
     if (!usable(call->inputs[i]) && !(i == transposable && usable_transposed(call->inputs[i]))) return false;
   for (int i = 0; i < n_outputs; ++i)

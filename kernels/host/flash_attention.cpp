@@ -1,7 +1,8 @@
 // flash_attention (host starter kernel): o = softmax(q · kᵀ · scale, causal mask) · v per head.
 // Inputs q[B, H, S, D], k[B, Hkv, S, D], v[B, Hkv, S, D] (grouped-query when Hkv < H: head h
 // reads kv head h / (H / Hkv)); scalars scale, causal (1: query i sees keys j <= i); output
-// o[B, H, S, D]; all one dtype (fp32, fp16 or bf16), computed in float.
+// o[B, H, S, D]; all one dtype (fp32, fp16 or bf16), computed in float. Any views with whole rows
+// ([B, S, H, D] buffers seen as [B, H, S, D] among them).
 //
 // One variant, the flash-attention recurrence on the CPU: tiles of BLOCK_Q queries of one head
 // are spread over OpenMP threads; a tile walks the keys in blocks of BLOCK_KV (converted to float
@@ -63,6 +64,18 @@ struct Shape {
   int64_t batch, heads, kv_heads, seq, dim;
 };
 
+// One head's [S, D] matrix of a view: where it starts and how far apart its rows lie.
+template <class T>
+struct HeadRows {
+  T* start;
+  int64_t row_stride;
+};
+
+template <class T>
+HeadRows<T> head_rows(const ak_tensor& t, int64_t b, int64_t h) {
+  return {static_cast<T*>(t.data) + b * t.strides[0] + h * t.strides[1], t.strides[2]};
+}
+
 // Per-thread float scratch: the tile's queries, one key block and one value block, the scores and
 // probabilities of one query against a block, and the tile's unnormalized outputs.
 struct Scratch {
@@ -79,13 +92,13 @@ struct Scratch {
         out(probs + block_kv) {}
 };
 
-// Attends queries [i0, i0 + count) of head `bh` (b * H + h); q_head/o_head/k_head/v_head point at
-// the head's [S, D] matrices.
+// Attends queries [i0, i0 + count) of one head, whose [S, D] matrices are q, k, v and o.
 template <class T>
-void attend_tile(const T* q_head, const T* k_head, const T* v_head, T* o_head, int64_t i0, int64_t count,
-                 const Shape& shape, float scale, bool causal, Scratch& s) {
+void attend_tile(HeadRows<const T> q_head, HeadRows<const T> k_head, HeadRows<const T> v_head,
+                 HeadRows<T> o_head, int64_t i0, int64_t count, const Shape& shape, float scale, bool causal,
+                 Scratch& s) {
   const int64_t dim = shape.dim;
-  const float* q = float_view(q_head + i0 * dim, count * dim, s.q);
+  const float* q = rows_view(q_head.start + i0 * q_head.row_stride, q_head.row_stride, count, dim, s.q);
   QueryState states[BLOCK_Q];
   for (int64_t qi = 0; qi < count; ++qi)
     states[qi] = {-std::numeric_limits<float>::infinity(), 0.0f, s.out + qi * dim};
@@ -94,8 +107,10 @@ void attend_tile(const T* q_head, const T* k_head, const T* v_head, T* o_head, i
   const int64_t key_end = causal ? i0 + count : shape.seq;  // keys past the tile's last query are masked
   for (int64_t j0 = 0; j0 < key_end; j0 += BLOCK_KV) {
     const int64_t block = std::min<int64_t>(BLOCK_KV, key_end - j0);
-    const float* keys = float_view(k_head + j0 * dim, block * dim, s.keys);
-    const float* values = float_view(v_head + j0 * dim, block * dim, s.values);
+    const float* keys =
+        rows_view(k_head.start + j0 * k_head.row_stride, k_head.row_stride, block, dim, s.keys);
+    const float* values =
+        rows_view(v_head.start + j0 * v_head.row_stride, v_head.row_stride, block, dim, s.values);
     for (int64_t qi = 0; qi < count; ++qi) {
       const int64_t visible = causal ? std::min(block, i0 + qi - j0 + 1) : block;
       if (visible > 0)
@@ -106,7 +121,7 @@ void attend_tile(const T* q_head, const T* k_head, const T* v_head, T* o_head, i
     const float inverse = 1.0f / states[qi].sum;
     for (int64_t d = 0; d < dim; ++d) states[qi].out[d] *= inverse;
   }
-  from_floats(s.out, count * dim, o_head + i0 * dim);
+  store_rows(s.out, count, dim, o_head.start + i0 * o_head.row_stride, o_head.row_stride);
 }
 
 template <class T>
@@ -120,14 +135,10 @@ int flash_attention(const ak_call* call) {
     return AK_ERR_UNSUPPORTED;
   const float scale = static_cast<float>(call->scalars[0]);
   const bool causal = call->scalars[1] != 0.0;
-  const int64_t group = shape.heads / shape.kv_heads, head_size = shape.seq * shape.dim;
+  const int64_t group = shape.heads / shape.kv_heads;
   const int64_t block_q = std::min<int64_t>(BLOCK_Q, shape.seq);
   const int64_t block_kv = std::min<int64_t>(BLOCK_KV, shape.seq);
   const int64_t tiles = ceil_div(shape.seq, block_q);
-  const T* q_data = static_cast<const T*>(q.data);
-  const T* k_data = static_cast<const T*>(k.data);
-  const T* v_data = static_cast<const T*>(call->inputs[2].data);
-  T* o_data = static_cast<T*>(call->outputs[0].data);
 
   ThreadScratch scratch(Scratch::floats(block_q, block_kv, shape.dim));
 #pragma omp parallel
@@ -136,10 +147,10 @@ int flash_attention(const ak_call* call) {
 #pragma omp for schedule(static) collapse(2)
     for (int64_t bh = 0; bh < shape.batch * shape.heads; ++bh) {
       for (int64_t tile = 0; tile < tiles; ++tile) {
-        const int64_t kv_head = (bh / shape.heads) * shape.kv_heads + (bh % shape.heads) / group;
-        const int64_t i0 = tile * block_q;
-        attend_tile(q_data + bh * head_size, k_data + kv_head * head_size, v_data + kv_head * head_size,
-                    o_data + bh * head_size, i0, std::min(block_q, shape.seq - i0), shape, scale, causal, s);
+        const int64_t b = bh / shape.heads, h = bh % shape.heads, i0 = tile * block_q;
+        attend_tile(head_rows<const T>(q, b, h), head_rows<const T>(k, b, h / group),
+                    head_rows<const T>(call->inputs[2], b, h / group), head_rows<T>(call->outputs[0], b, h),
+                    i0, std::min(block_q, shape.seq - i0), shape, scale, causal, s);
       }
     }
   }
@@ -149,7 +160,7 @@ int flash_attention(const ak_call* call) {
 }  // namespace
 
 extern "C" int ak_launch(const ak_call* call) {
-  if (!valid_call(call, 3, 1, 2) ||
+  if (!valid_rows_call(call, 3, 1, 2) ||
       !all_dtype({&call->inputs[1], &call->inputs[2], &call->outputs[0]}, call->inputs[0].dtype))
     return AK_ERR_UNSUPPORTED;
   return guarded([&] {

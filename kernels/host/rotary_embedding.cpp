@@ -2,7 +2,8 @@
 // position s by the angle whose cosine and sine are cos[s, i] and sin[s, i]:
 //   y[i] = x[i] cos - x[i + D/2] sin,   y[i + D/2] = x[i + D/2] cos + x[i] sin.
 // Inputs x[B, H, S, D], cos[S, D/2], sin[S, D/2]; output y[B, H, S, D] in the dtype of x;
-// fp32, fp16 and bf16. D must be even.
+// fp32, fp16 and bf16. D must be even. x and y may be any views with whole rows ([B, S, H, D]
+// buffers seen as [B, H, S, D] among them); the tables contiguous.
 //
 // Variants (ORDER):
 //   0  rows in memory order: (b, h, s) outer to inner; a chunk of rows shares a head
@@ -47,8 +48,13 @@ int rotary_embedding(const ak_call* call) {
   if (!copy_as_floats(call->inputs[1], cos) || !copy_as_floats(call->inputs[2], sin))
     return AK_ERR_UNSUPPORTED;
   const T* x_data = static_cast<const T*>(x.data);
-  T* y_data = static_cast<T*>(call->outputs[0].data);
+  const ak_tensor& y = call->outputs[0];
+  T* y_data = static_cast<T*>(y.data);
   const int64_t rows = batch * heads * seq;
+  // Row (b, h, s) of a view: b, h and s by its strides.
+  auto row_of = [&](const ak_tensor& t, int64_t r) {
+    return (r / (heads * seq)) * t.strides[0] + (r / seq % heads) * t.strides[1] + (r % seq) * t.strides[2];
+  };
 
   ThreadScratch scratch(2 * dim);  // a converted input row and a float output row
 #pragma omp parallel
@@ -60,9 +66,9 @@ int rotary_embedding(const ak_call* call) {
       // ORDER 1 walks positions outermost; the row it lands on is the same set either way.
       const int64_t s = ORDER == 0 ? task % seq : task / (batch * heads);
       const int64_t r = ORDER == 0 ? task : (task % (batch * heads)) * seq + s;
-      T* y_row = y_data + r * dim;
+      T* y_row = y_data + row_of(y, r);
       float* out = output_view(y_row, out_row);
-      rotate_row(float_view(x_data + r * dim, dim, in_row), cos.data() + s * half, sin.data() + s * half,
+      rotate_row(float_view(x_data + row_of(x, r), dim, in_row), cos.data() + s * half, sin.data() + s * half,
                  half, out);
       store_outputs(out, dim, y_row);
     }
@@ -73,7 +79,8 @@ int rotary_embedding(const ak_call* call) {
 }  // namespace
 
 extern "C" int ak_launch(const ak_call* call) {
-  if (!valid_call(call, 3, 1, 0) || call->inputs[0].dtype != call->outputs[0].dtype)
+  if (!valid_rows_call(call, 3, 1, 0) || !usable(call->inputs[1]) || !usable(call->inputs[2]) ||
+      call->inputs[0].dtype != call->outputs[0].dtype)
     return AK_ERR_UNSUPPORTED;
   return guarded([&] {
     return dispatch(call->inputs[0].dtype,

@@ -12,10 +12,25 @@ int64_t TensorSpec::numel() const {
   return n;
 }
 
+namespace {
+
+bool swaps(int axis, size_t rank) {
+  return axis >= 0 && static_cast<size_t>(axis) + 1 < rank;
+}
+
+}  // namespace
+
+std::vector<int64_t> TensorSpec::buffer_shape() const {
+  std::vector<int64_t> order = shape;
+  if (swaps(swapped_axis, order.size())) std::swap(order[swapped_axis], order[swapped_axis + 1]);
+  return order;
+}
+
 std::vector<int64_t> TensorSpec::strides() const {
-  if (transposed && shape.size() == 2) return {1, shape[0]};
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  const std::vector<int64_t> order = buffer_shape();
+  std::vector<int64_t> s(order.size(), 1);
+  for (int i = static_cast<int>(order.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * order[i + 1];
+  if (swaps(swapped_axis, s.size())) std::swap(s[swapped_axis], s[swapped_axis + 1]);
   return s;
 }
 
@@ -23,7 +38,11 @@ std::string TensorSpec::to_string() const {
   std::ostringstream out;
   out << name << " " << ak::to_string(dtype) << "[";
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
-  out << (transposed ? "] (transposed view)" : "]");
+  out << "]";
+  if (swaps(swapped_axis, shape.size()))
+    out << (shape.size() == 2 ? " (transposed view)"
+                              : " (axes " + std::to_string(swapped_axis) + " and " +
+                                    std::to_string(swapped_axis + 1) + " swapped in memory)");
   return out.str();
 }
 

@@ -6,14 +6,19 @@
 namespace ak {
 namespace {
 
+// The element at `index` of the buffer, named by its place in the ABI view.
 std::string element_name(const TensorSpec& spec, int64_t index) {
+  const std::vector<int64_t> order = spec.buffer_shape();
+  std::vector<int64_t> at(order.size());
+  for (size_t d = order.size(); d-- > 0;) {
+    at[d] = index % order[d];
+    index /= order[d];
+  }
+  const int a = spec.swapped_axis;
+  if (a >= 0 && static_cast<size_t>(a) + 1 < at.size()) std::swap(at[a], at[a + 1]);
   std::ostringstream out;
   out << spec.name << "[";
-  const auto strides = spec.strides();
-  for (size_t d = 0; d < spec.shape.size(); ++d) {
-    out << (d ? "," : "") << index / strides[d];
-    index %= strides[d];
-  }
+  for (size_t d = 0; d < at.size(); ++d) out << (d ? "," : "") << at[d];
   out << "]";
   return out.str();
 }

@@ -78,13 +78,13 @@ class Server {
     const auto j = nlohmann::json::parse(json);
     ak_call call{};
     call.abi_version = AK_ABI_VERSION;
-    // [offset, dtype code, shape, transposed]: its spec and where it lies in the arena.
+    // [offset, dtype code, shape, swapped axis]: its spec and where it lies in the arena.
     auto tensor = [&](const nlohmann::json& t) {
       const auto offset = t[0].get<size_t>();
       const int code = t[1].get<int>();
       if (code < AK_F32 || code > AK_I64) throw Error(ErrorKind::Internal, "define: dtype code out of range");
       TensorSpec spec{"", static_cast<DType>(code), t[2].get<std::vector<int64_t>>(),
-                      t.size() > 3 && t[3].get<bool>()};
+                      t.size() > 3 ? t[3].get<int>() : -1};
       if (offset + spec.bytes() > bytes_)
         throw Error(ErrorKind::Internal, "define: a tensor outside the arena");
       return std::pair{spec, base_ + offset};

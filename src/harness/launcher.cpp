@@ -84,7 +84,8 @@ pid_t spawn_launcher(const std::vector<std::string>& argv, const EnvOverrides& e
 }
 
 nlohmann::json tensor_json(const CallLayout::Tensor& t) {
-  return {t.offset, static_cast<int>(t.spec.dtype), t.spec.shape, t.spec.transposed};  // the ABI's dtype code
+  return {t.offset, static_cast<int>(t.spec.dtype), t.spec.shape,
+          t.spec.swapped_axis};  // the ABI's dtype code
 }
 
 }  // namespace

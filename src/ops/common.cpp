@@ -66,6 +66,14 @@ void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows,
   });
 }
 
+StageProblems with_param_everywhere(StageProblems problems, const std::string& name, bool on) {
+  if (!on) return problems;
+  problems.smoke.params[name] = 1.0;
+  for (auto* list : {&problems.sweep, &problems.stability, &problems.edge})
+    for (Problem& p : *list) p.params[name] = 1.0;
+  return problems;
+}
+
 StageProblems rowwise_stage_problems(const Problem& extra_sweep) {
   return {{{64, 256}, {}},
           {{{1024, 1024}, {}},

@@ -40,6 +40,11 @@ void for_each_row(int64_t n_rows, const std::vector<int64_t>& rows, const std::f
 // row, N = 1, odd and prime widths, a 65536-wide row).
 StageProblems rowwise_stage_problems(const Problem& extra_sweep);
 
+// `problems` with parameter `name` = 1 in every one when `on`: a layout parameter (matmul's b_nk,
+// attention's bshd) of the timed problem carried over, so that every stage checks the layout the
+// kernel will be called with.
+StageProblems with_param_everywhere(StageProblems problems, const std::string& name, bool on);
+
 bool apply_rowwise_case(std::string_view input_case, Values& v, std::mt19937_64& rng);
 
 }  // namespace ak::ops

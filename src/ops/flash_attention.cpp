@@ -2,7 +2,9 @@
 // g = h / (H / kv_heads) is the key/value head of query head h (grouped-query attention) and, when
 // causal, keys j > i are masked out (q and k have the same length S).
 // Inputs: q[B, H, S, D], k[B, Hkv, S, D], v[B, Hkv, S, D]. Outputs: o[B, H, S, D].
-// Scalars: scale (= 1/sqrt(D)), causal (0 or 1). Params: causal (default 1), kv_heads (0 = H).
+// Scalars: scale (= 1/sqrt(D)), causal (0 or 1). Params: causal (default 1), kv_heads (0 = H),
+// bshd (default 0; 1: q, k, v and o are held as [B, S, H, D] buffers, the layout of a model's
+// projections before their transpose, and viewed as [B, H, S, D] with those buffers' strides).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -35,6 +37,25 @@ int64_t kv_heads_of(const Problem& p) {
   return kv == 0 ? p.dims[1] : kv;
 }
 
+bool is_bshd(const Problem& p) {
+  return p.param("bshd", 0.0) != 0.0;
+}
+
+// Where each row (b, h, i) of a [B, heads, S, D] tensor starts in its buffer, by layout, and which
+// row of the buffer's order is which.
+struct RowLayout {
+  int64_t heads, seq, dim;
+  bool bshd;
+  int64_t offset(int64_t b, int64_t h, int64_t i) const {
+    return (bshd ? (b * seq + i) * heads + h : (b * heads + h) * seq + i) * dim;
+  }
+  void place(int64_t r, int64_t& b, int64_t& h, int64_t& i) const {
+    b = r / (seq * heads);
+    h = bshd ? r % heads : r / seq % heads;
+    i = bshd ? r / heads % seq : r % seq;
+  }
+};
+
 class FlashAttention final : public Op {
  public:
   std::string_view name() const override { return "flash_attention"; }
@@ -43,7 +64,7 @@ class FlashAttention final : public Op {
   }
   std::vector<std::string> dim_names() const override { return {"B", "H", "S", "D"}; }
   std::vector<std::pair<std::string, double>> param_defaults() const override {
-    return {{"causal", 1.0}, {"kv_heads", 0.0}};
+    return {{"causal", 1.0}, {"kv_heads", 0.0}, {"bshd", 0.0}};
   }
 
   void validate_rules(const Problem& p) const override {
@@ -54,12 +75,15 @@ class FlashAttention final : public Op {
     ops::require(
         *this, p.dims[1] % kv_heads_of(p) == 0,
         "kv_heads " + std::to_string(kv) + " must divide the query heads H = " + std::to_string(p.dims[1]));
+    const int64_t bshd = ops::int_param(*this, p, "bshd", 0);
+    ops::require(*this, bshd == 0 || bshd == 1, "bshd must be 0 or 1, got " + std::to_string(bshd));
   }
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3], kv = kv_heads_of(p);
-    return {{{"q", t, {b, h, s, d}}, {"k", t, {b, kv, s, d}}, {"v", t, {b, kv, s, d}}},
-            {{"o", t, {b, h, s, d}}},
+    const int swap = is_bshd(p) ? 1 : -1;
+    return {{{"q", t, {b, h, s, d}, swap}, {"k", t, {b, kv, s, d}, swap}, {"v", t, {b, kv, s, d}, swap}},
+            {{"o", t, {b, h, s, d}, swap}},
             {1.0 / std::sqrt(static_cast<double>(d)), is_causal(p) ? 1.0 : 0.0}};
   }
 
@@ -77,6 +101,11 @@ class FlashAttention final : public Op {
         {attention({1, 1, 1, 64}, 0), attention({1, 1, 1, 128}, 1), attention({1, 2, 17, 64}, 1),
          attention({2, 3, 17, 128}, 0), attention({1, 4, 33, 128}, 1, 2), attention({1, 2, 129, 64}, 1),
          attention({3, 1, 255, 64}, 0), attention({1, 8, 100, 128}, 1, 1), attention({2, 2, 65, 64}, 0, 1)}};
+  }
+
+  // With bshd every stage problem holds the tensors as the timed one does.
+  StageProblems stage_problems_like(const Problem& primary) const override {
+    return ops::with_param_everywhere(stage_problems(), "bshd", is_bshd(primary));
   }
 
   std::vector<std::string> stability_cases() const override { return {"large_logits", "dominant_key"}; }
@@ -104,19 +133,20 @@ class FlashAttention final : public Op {
     const int64_t kv = kv_heads_of(p), group = heads / kv;
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     const bool causal = is_causal(p);
+    const RowLayout query_rows{heads, s_len, d, is_bshd(p)}, key_rows{kv, s_len, d, is_bshd(p)};
     const double* q = in[0].data.data();
     const double* k = in[1].data.data();
     const double* v = in[2].data.data();
     double* o = out[0].data.data();
-    ops::for_each_row(p.dims[0] * heads * s_len, rows, [&](int64_t r) {
-      const int64_t i = r % s_len, b = r / s_len / heads, h = r / s_len % heads;
-      const int64_t kv_offset = (b * kv + h / group) * s_len * d;
+    ops::for_each_row(p.dims[0] * heads * s_len, rows, [&](int64_t r) {  // r: a row of the buffers' order
+      int64_t b, h, i;
+      query_rows.place(r, b, h, i);
       const int64_t n_keys = causal ? i + 1 : s_len;
       const double* q_row = q + r * d;
       std::vector<double> score(static_cast<size_t>(n_keys));
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < n_keys; ++j) {
-        const double* k_row = k + kv_offset + j * d;
+        const double* k_row = k + key_rows.offset(b, h / group, j);
         double dot = 0.0;
         for (int64_t c = 0; c < d; ++c) dot += q_row[c] * k_row[c];
         score[j] = dot * scale;
@@ -127,7 +157,7 @@ class FlashAttention final : public Op {
       double sum = 0.0;
       for (int64_t j = 0; j < n_keys; ++j) {
         const double weight = std::exp(score[j] - max);
-        const double* v_row = v + kv_offset + j * d;
+        const double* v_row = v + key_rows.offset(b, h / group, j);
         sum += weight;
         for (int64_t c = 0; c < d; ++c) o_row[c] += weight * v_row[c];
       }
@@ -138,14 +168,17 @@ class FlashAttention final : public Op {
 
   // A unit is one (batch, key/value head) pair with the query heads that share it: G = H / kv
   // consecutive heads of q and o, one head of k and v. `count` of them side by side are a problem
-  // of `count` batches of G heads over one key/value head.
+  // of `count` batches of G heads over one key/value head. With bshd a head is spread over its
+  // batch's buffer, so a unit is a whole batch: `count` batches of every head.
   Problem units_problem(const Problem& p, int64_t count) const override {
+    if (is_bshd(p)) return {{count, p.dims[1], p.dims[2], p.dims[3]}, p.params};
     Problem part{{count, p.dims[1] / kv_heads_of(p), p.dims[2], p.dims[3]}, p.params};
     part.params["kv_heads"] = 1;
     return part;
   }
   UnitLayout units(const Problem& p) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3], kv = kv_heads_of(p);
+    if (is_bshd(p)) return {b, {h * s * d, kv * s * d, kv * s * d}, {h * s * d}};
     const int64_t group = h / kv;
     return {b * kv, {group * s * d, s * d, s * d}, {group * s * d}};
   }
@@ -166,11 +199,13 @@ class FlashAttention final : public Op {
   static void copy_dominant_keys(const Problem& p, std::mt19937_64& rng, std::vector<Values>& in) {
     const int64_t heads = p.dims[1], s_len = p.dims[2], d = p.dims[3];
     const int64_t kv = kv_heads_of(p), group = heads / kv;
+    const RowLayout query_rows{heads, s_len, d, is_bshd(p)}, key_rows{kv, s_len, d, is_bshd(p)};
     const double gain = kDominantLogit / std::sqrt(static_cast<double>(d));
     for (int64_t r = 0; r < p.dims[0] * heads * s_len; ++r) {
-      const int64_t i = r % s_len, b = r / s_len / heads, h = r / s_len % heads;
+      int64_t b, h, i;
+      query_rows.place(r, b, h, i);
       std::uniform_int_distribution<int64_t> pick(0, is_causal(p) ? i : s_len - 1);
-      const double* key = in[1].data.data() + ((b * kv + h / group) * s_len + pick(rng)) * d;
+      const double* key = in[1].data.data() + key_rows.offset(b, h / group, pick(rng));
       for (int64_t c = 0; c < d; ++c) in[0].data[r * d + c] = gain * key[c];
     }
   }

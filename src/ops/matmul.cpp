@@ -33,7 +33,7 @@ class Matmul final : public Op {
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t m = p.dims[0], n = p.dims[1], k = p.dims[2];
-    return {{{"A", t, {m, k}}, {"B", t, {k, n}, b_nk(p)}}, {{"C", t, {m, n}}}, {}};
+    return {{{"A", t, {m, k}}, {"B", t, {k, n}, b_nk(p) ? 0 : -1}}, {{"C", t, {m, n}}}, {}};
   }
 
   Problem default_problem() const override { return {{4096, 4096, 4096}, {}}; }
@@ -63,12 +63,7 @@ class Matmul final : public Op {
 
   // With b_nk every stage problem holds B as the timed one does.
   StageProblems stage_problems_like(const Problem& primary) const override {
-    StageProblems problems = stage_problems();
-    if (!b_nk(primary)) return problems;
-    problems.smoke.params["b_nk"] = 1.0;
-    for (auto* list : {&problems.sweep, &problems.stability, &problems.edge})
-      for (Problem& p : *list) p.params["b_nk"] = 1.0;
-    return problems;
+    return ops::with_param_everywhere(stage_problems(), "b_nk", b_nk(primary));
   }
 
   std::vector<std::string> stability_cases() const override { return {"large", "mixed_scale"}; }

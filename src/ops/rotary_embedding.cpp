@@ -3,6 +3,8 @@
 //   y[i + D/2] = x[i + D/2] * cos[s, i] + x[i] * sin[s, i]
 // Inputs: x[B, H, S, D], cos[S, D/2], sin[S, D/2] (all in the problem dtype).
 // Outputs: y[B, H, S, D]. No scalars. The tables hold cos/sin(s * theta_i), theta_i = 10000^(-2i/D).
+// Param bshd (default 0; 1: x and y are held as [B, S, H, D] buffers, a model's projection before
+// its transpose, and viewed as [B, H, S, D] with those buffers' strides).
 #include <cmath>
 
 #include "core/parallel.h"
@@ -16,6 +18,10 @@ constexpr double kRopeBase = 10000.0;
 // "large": |x| up to this, so |y| <= sqrt(2) * kLargeX stays under the fp16 maximum (65504).
 constexpr double kLargeX = 3e4;
 
+bool is_bshd(const Problem& p) {
+  return p.param("bshd", 0.0) != 0.0;
+}
+
 class RotaryEmbedding final : public Op {
  public:
   std::string_view name() const override { return "rotary_embedding"; }
@@ -23,15 +29,19 @@ class RotaryEmbedding final : public Op {
     return "rotary position embedding (rotate_half form) with precomputed cos/sin tables";
   }
   std::vector<std::string> dim_names() const override { return {"B", "H", "S", "D"}; }
+  std::vector<std::pair<std::string, double>> param_defaults() const override { return {{"bshd", 0.0}}; }
 
   void validate_rules(const Problem& p) const override {
     ops::require(*this, p.dims[3] % 2 == 0, "head dim D must be even, got '" + p.to_string() + "'");
+    const int64_t bshd = ops::int_param(*this, p, "bshd", 0);
+    ops::require(*this, bshd == 0 || bshd == 1, "bshd must be 0 or 1, got " + std::to_string(bshd));
   }
 
   Signature signature(const Problem& p, DType t) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
-    return {{{"x", t, {b, h, s, d}}, {"cos", t, {s, d / 2}}, {"sin", t, {s, d / 2}}},
-            {{"y", t, {b, h, s, d}}},
+    const int swap = is_bshd(p) ? 1 : -1;
+    return {{{"x", t, {b, h, s, d}, swap}, {"cos", t, {s, d / 2}}, {"sin", t, {s, d / 2}}},
+            {{"y", t, {b, h, s, d}, swap}},
             {}};
   }
 
@@ -57,6 +67,11 @@ class RotaryEmbedding final : public Op {
              {{1, 32, 1, 128}, {}}}};
   }
 
+  // With bshd every stage problem holds x and y as the timed one does.
+  StageProblems stage_problems_like(const Problem& primary) const override {
+    return ops::with_param_everywhere(stage_problems(), "bshd", is_bshd(primary));
+  }
+
   std::vector<std::string> stability_cases() const override { return {"large"}; }
 
   void generate(const Problem& p, std::string_view input_case, std::mt19937_64& rng,
@@ -80,14 +95,16 @@ class RotaryEmbedding final : public Op {
 
   void reference(const Problem& p, const std::vector<Values>& in, std::vector<Values>& out,
                  const std::vector<int64_t>& rows) const override {
-    const int64_t s_len = p.dims[2], d = p.dims[3], half = d / 2;
+    const int64_t heads = p.dims[1], s_len = p.dims[2], d = p.dims[3], half = d / 2;
+    const bool bshd = is_bshd(p);
     const double* x = in[0].data.data();
     const double* cos = in[1].data.data();
     const double* sin = in[2].data.data();
     double* y = out[0].data.data();
-    ops::for_each_row(p.dims[0] * p.dims[1] * s_len, rows, [&](int64_t r) {
-      const double* c = cos + (r % s_len) * half;
-      const double* sn = sin + (r % s_len) * half;
+    ops::for_each_row(p.dims[0] * heads * s_len, rows, [&](int64_t r) {  // r: a row of the buffers' order
+      const int64_t position = bshd ? r / heads % s_len : r % s_len;
+      const double* c = cos + position * half;
+      const double* sn = sin + position * half;
       const double* src = x + r * d;
       double* dst = y + r * d;
       for (int64_t i = 0; i < half; ++i) {
@@ -98,12 +115,14 @@ class RotaryEmbedding final : public Op {
   }
 
   // A unit is one (batch, head) plane: cos and sin, indexed by position, are shared. `count` of
-  // them side by side are a problem of `count` batches of one head.
+  // them side by side are a problem of `count` batches of one head. With bshd a head is spread
+  // over its batch's buffer, so a unit is a whole batch.
   Problem units_problem(const Problem& p, int64_t count) const override {
-    return {{count, 1, p.dims[2], p.dims[3]}, p.params};
+    return {{count, is_bshd(p) ? p.dims[1] : 1, p.dims[2], p.dims[3]}, p.params};
   }
   UnitLayout units(const Problem& p) const override {
     const int64_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
+    if (is_bshd(p)) return {b, {h * s * d, 0, 0}, {h * s * d}};
     return {b * h, {s * d, 0, 0}, {s * d}};
   }
 

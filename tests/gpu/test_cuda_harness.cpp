@@ -361,6 +361,22 @@ TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
                              {"2x4x300x128:causal=1", "fp16"}});
 }
 
+// q, k, v and o as a model's [B, S, H, D] projections viewed as [B, H, S, D] (bshd = 1): the
+// wgmma path (TMA over those strides), the mma path (fp32 falls to simt) and rotary's vector and
+// scalar paths, with grouped-query heads, ragged tiles and one batch.
+TEST_F(CudaHarness, AttentionAndRotaryTakeAModelsProjectionsThroughEveryStage) {
+  expect_every_stage_passes(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
+                            "flash_attention",
+                            {{"2x8x520x128:bshd=1,causal=1,kv_heads=2", "bf16"},
+                             {"1x12x512x64:bshd=1,causal=0", "fp16"},
+                             {"2x4x300x64:bshd=1,causal=1,kv_heads=4", "fp32"}});
+  expect_every_stage_passes(starter_with("flash_attention", "#define PATH 0"), "flash_attention",
+                            {{"2x8x300x128:bshd=1,causal=1,kv_heads=2", "fp16"}});
+  expect_every_stage_passes(
+      std::string(AK_SOURCE_DIR) + "/kernels/cuda/rotary_embedding.cu", "rotary_embedding",
+      {{"2x12x512x64:bshd=1", "fp16"}, {"1x32x300x128:bshd=1", "bf16"}, {"3x5x17x6:bshd=1", "fp32"}});
+}
+
 TEST_F(CudaHarness, GoodReducePasses) {
   const auto j = bench(kernel("cuda_good_reduce.cu"), "reduce", "4096x1000");
   EXPECT_EQ(j.value("status", ""), "PASS") << j.dump(2);

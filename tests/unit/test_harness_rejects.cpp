@@ -156,15 +156,20 @@ TEST_P(HostStarters, PassQuickAndAreTimed) {
   EXPECT_GT(j["timing"]["median_us"].get<double>(), 0) << j.dump(2);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOp, HostStarters,
-                         ::testing::Values(std::pair{"matmul", "64x96x80"}, std::pair{"softmax", "64x256"},
-                                           std::pair{"layernorm", "64x256"}, std::pair{"rmsnorm", "64x256"},
-                                           std::pair{"reduce", "64x256"},
-                                           std::pair{"cross_entropy", "64x1000"},
-                                           std::pair{"rotary_embedding", "2x3x64x32"},
-                                           std::pair{"flash_attention", "2x4x64x32:causal=1,kv_heads=2"},
-                                           std::pair{"fused_mlp", "32x64x128"}),
-                         [](const auto& param_info) { return std::string(param_info.param.first); });
+INSTANTIATE_TEST_SUITE_P(
+    EveryOp, HostStarters,
+    ::testing::Values(std::pair{"matmul", "64x96x80"}, std::pair{"softmax", "64x256"},
+                      std::pair{"layernorm", "64x256"}, std::pair{"rmsnorm", "64x256"},
+                      std::pair{"reduce", "64x256"}, std::pair{"cross_entropy", "64x1000"},
+                      std::pair{"rotary_embedding", "2x3x64x32"},
+                      std::pair{"rotary_embedding", "2x3x64x32:bshd=1"},
+                      std::pair{"flash_attention", "2x4x64x32:causal=1,kv_heads=2"},
+                      std::pair{"flash_attention", "2x4x64x32:bshd=1,causal=1,kv_heads=2"},
+                      std::pair{"fused_mlp", "32x64x128"}),
+    [](const auto& param_info) {
+      const std::string shape = param_info.param.second;
+      return std::string(param_info.param.first) + (shape.find("bshd=1") != std::string::npos ? "_bshd" : "");
+    });
 
 // matmul with B held as a Linear's [N, K] weight (b_nk = 1): every stage presents the transposed
 // view, so the starter (which reads the strides) passes them all, and a kernel that reads B as
@@ -184,6 +189,33 @@ TEST(Harness, MatmulOnALinearsWeightChecksTheTransposedView) {
   EXPECT_EQ(wrong.value("status", ""), "FAIL") << wrong.dump(2);
   EXPECT_EQ(wrong.value("stage", ""), "smoke") << wrong.dump(2);
   const auto plain = bench_matmul(kernel("matmul_ignores_layout.cpp"), "96x80x64", true);
+  EXPECT_EQ(plain.value("status", ""), "PASS") << plain.dump(2);
+}
+
+// Attention and rotary on a model's [B, S, H, D] projections (bshd = 1): every stage presents
+// them as [B, H, S, D] views with those buffers' strides, so the starters (which read the strides)
+// pass them all, and a rotary that reads x as contiguous [B, H, S, D] is caught, while the same
+// kernel passes on plain tensors.
+TEST(Harness, AttentionAndRotaryOnAModelsProjectionsCheckTheirLayout) {
+  const auto bench_op = [](const std::string& file, const std::string& op, const std::string& shape,
+                           bool quick) {
+    std::vector<std::string> args{file,   "--op",    op,    "--backend",  "host", "--dtype",
+                                  "fp32", "--shape", shape, "--max-time", "0.2"};
+    if (quick) args.push_back("--quick");
+    ProcessResult run;
+    return bench_json(args, 300, {}, &run);
+  };
+  const std::string starters = std::string(AK_SOURCE_DIR) + "/kernels/host/";
+  for (const auto& [op, shape] : {std::pair{"rotary_embedding", "2x3x64x32:bshd=1"},
+                                  std::pair{"flash_attention", "2x4x64x32:bshd=1,causal=0,kv_heads=2"}}) {
+    const auto good = bench_op(starters + op + ".cpp", op, shape, false);
+    EXPECT_EQ(good.value("status", ""), "PASS") << good.dump(2);
+  }
+  const auto wrong =
+      bench_op(kernel("rotary_ignores_layout.cpp"), "rotary_embedding", "2x3x64x32:bshd=1", true);
+  EXPECT_EQ(wrong.value("status", ""), "FAIL") << wrong.dump(2);
+  EXPECT_EQ(wrong.value("stage", ""), "smoke") << wrong.dump(2);
+  const auto plain = bench_op(kernel("rotary_ignores_layout.cpp"), "rotary_embedding", "2x3x64x32", true);
   EXPECT_EQ(plain.value("status", ""), "PASS") << plain.dump(2);
 }
 

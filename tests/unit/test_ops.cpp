@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -93,6 +94,67 @@ TEST(OpsReference, MatmulReadsALinearsWeightInItsOwnOrder) {
   for (const auto* list : {&stages.sweep, &stages.stability, &stages.edge})
     for (const Problem& q : *list) EXPECT_EQ(q.param("b_nk", 0), 1.0) << q.to_string();
   EXPECT_EQ(find_op("matmul").stage_problems_like({{64, 64, 64}, {}}).smoke.param("b_nk", 0), 0.0);
+}
+
+// The [B, H, S, D] tensor `values` (contiguous) as a [B, S, H, D] buffer.
+std::vector<double> to_bshd(const std::vector<double>& values, int64_t b, int64_t h, int64_t s, int64_t d) {
+  std::vector<double> out(values.size());
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t si = 0; si < s; ++si)
+        for (int64_t di = 0; di < d; ++di)
+          out[((bi * s + si) * h + hi) * d + di] = values[((bi * h + hi) * s + si) * d + di];
+  return out;
+}
+
+std::vector<double> drawn(size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> v(n);
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+// bshd = 1: the same attention, each row read and written where the [B, S, H, D] buffers hold it.
+TEST(OpsReference, AttentionOnBshdBuffersIsTheSameAttention) {
+  const int64_t b = 2, h = 4, kv = 2, s = 5, d = 8;
+  for (const char* causal : {"0", "1"}) {
+    const auto q = drawn(b * h * s * d, 1), k = drawn(b * kv * s * d, 2), v = drawn(b * kv * s * d, 3);
+    const Problem plain{{b, h, s, d}, {{"causal", std::stod(causal)}, {"kv_heads", static_cast<double>(kv)}}};
+    Problem bshd = plain;
+    bshd.params["bshd"] = 1;
+    const auto o = reference("flash_attention", plain, {q, k, v})[0].data;
+    const auto o_bshd =
+        reference("flash_attention", bshd,
+                  {to_bshd(q, b, h, s, d), to_bshd(k, b, kv, s, d), to_bshd(v, b, kv, s, d)})[0]
+            .data;
+    const auto expected = to_bshd(o, b, h, s, d);
+    ASSERT_EQ(o_bshd.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(o_bshd[i], expected[i], 1e-12) << i;
+  }
+  const Problem p{{b, h, s, d}, {{"bshd", 1}, {"kv_heads", static_cast<double>(kv)}}};
+  const Signature sig = find_op("flash_attention").signature(p, DType::F16);
+  EXPECT_EQ(sig.inputs[0].strides(), (std::vector<int64_t>{s * h * d, d, h * d, 1}));
+  EXPECT_EQ(sig.inputs[1].strides(), (std::vector<int64_t>{s * kv * d, d, kv * d, 1}));
+  EXPECT_EQ(sig.outputs[0].to_string(), "o fp16[2,4,5,8] (axes 1 and 2 swapped in memory)");
+  // A unit is a whole batch; every stage problem holds the tensors the same way.
+  const UnitLayout units = find_op("flash_attention").units(p);
+  EXPECT_EQ(units.count, b);
+  EXPECT_EQ(units.inputs, (std::vector<int64_t>{h * s * d, kv * s * d, kv * s * d}));
+  const StageProblems stages = find_op("flash_attention").stage_problems_like(p);
+  for (const auto* list : {&stages.sweep, &stages.stability, &stages.edge})
+    for (const Problem& q : *list) EXPECT_EQ(q.param("bshd", 0), 1.0) << q.to_string();
+}
+
+TEST(OpsReference, RotaryOnBshdBuffersIsTheSameRotation) {
+  const int64_t b = 2, h = 3, s = 4, d = 6;
+  const auto x = drawn(b * h * s * d, 4), cos = drawn(s * d / 2, 5), sin = drawn(s * d / 2, 6);
+  const auto y = reference("rotary_embedding", {{b, h, s, d}, {}}, {x, cos, sin})[0].data;
+  const auto y_bshd =
+      reference("rotary_embedding", {{b, h, s, d}, {{"bshd", 1}}}, {to_bshd(x, b, h, s, d), cos, sin})[0]
+          .data;
+  EXPECT_EQ(y_bshd, to_bshd(y, b, h, s, d));
+  EXPECT_EQ(find_op("rotary_embedding").units({{b, h, s, d}, {{"bshd", 1}}}).count, b);
 }
 
 TEST(OpsReference, RotaryRotatesHalvesByTheTableAngle) {
