@@ -16,6 +16,7 @@ from support import ROOT, WithKernels, build, host_module, problems_of, relative
 import autokernel
 from autokernel.runtime import custom_ops, reference
 from autokernel.runtime.kernel_table import TABLE, Kernel, host_arch
+from autokernel.runtime.ops import OPS
 
 
 class Apply(WithKernels):
@@ -187,6 +188,30 @@ class Fallbacks(WithKernels):
         with torch.no_grad():  # in the checked layout and dtype, the kernel runs
             custom_ops.op("rmsnorm")(x.contiguous(), w, 1e-6)
         self.assertEqual(TABLE.calls["host_rmsnorm"], 1)
+
+    def test_projection_views_come_back_in_their_layout_from_the_kernel_and_from_pytorch(self):
+        # q, k, v as the [B, H, S, D] views of [B, S, H, D] buffers (attention's bshd): the fake
+        # implementation promises o in that layout, and so must whoever computes it.
+        b, h, s, d = 2, 4, 16, 8
+        q, k, v = (torch.randn(b, s, h, d).transpose(1, 2) for _ in range(3))
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        fake = OPS["flash_attention"].allocate([q.to("meta"), k.to("meta"), v.to("meta")])[0]
+        self.assertEqual(fake.stride(), (s * h * d, d, h * d, 1))
+        pytorch = custom_ops.op("flash_attention")(q, k, v, d ** -0.5, 1.0)  # no kernel for it
+        self.assertEqual(pytorch.stride(), fake.stride())
+        self.assertLess(relative_error(expected, pytorch), 1e-6)
+        kernel = Kernel("host_flash_attention_views", "flash_attention", host_module("flash_attention"), host_arch(),
+                        frozenset({(f"{b}x{h}x{s}x{d}:bshd=1,causal=1", "fp32")}))
+        TABLE.add(kernel)
+        try:
+            with torch.no_grad():  # the second call from the native path's entry, where it is built
+                calls = [custom_ops.op("flash_attention")(q, k, v, d ** -0.5, 1.0) for _ in range(2)]
+        finally:
+            TABLE.remove(kernel)
+        self.assertEqual(TABLE.calls["host_flash_attention_views"], 2)
+        for ours in calls:
+            self.assertEqual(ours.stride(), fake.stride())
+            self.assertLess(relative_error(expected, ours), 1e-5)
 
     def test_a_half_call_of_a_float_kernel_runs_pytorch(self):
         problem, _ = self.rmsnorm_problem()

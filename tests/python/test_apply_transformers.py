@@ -5,8 +5,10 @@ exactly the problems each model has, every operator found is plugged, the logits
 are eager's, torch.compile(fullgraph=True) traces the applied model with no graph break and
 computes the same, and training gives eager's gradients.
 """
+import os
 import unittest
 import warnings
+from unittest import mock
 
 import torch
 from torch.utils import _pytree as pytree
@@ -28,6 +30,13 @@ def build_model(name, seed=0):
     config._attn_implementation = "sdpa"
     torch.manual_seed(seed)
     return model_class(config).eval()
+
+
+def _applied_graphs(model):
+    """The rewritten graphs apply installed in the model's modules (their forwards' dispatch)."""
+    graphs = [c.graph for m in model.modules() for c in getattr(m.__dict__.get("forward"), "captures", [])]
+    assert graphs, "apply installed no graph"
+    return graphs
 
 
 def kernels_for(model, ids):
@@ -112,6 +121,32 @@ class TransformersClasses(AppliedModelCase):
                     TABLE.remove(kernel)
                 self.kernels, self.model = [], None
                 torch._dynamo.reset()
+
+    def test_attention_and_rotary_take_the_projections_as_they_are_eager_and_under_inductor(self):
+        # transformers' Llama hands SDPA q, k and v as transposed views of their Linears' [B, S, H, D]
+        # outputs: rotary and attention take them so (bshd), copying none, and attention's output
+        # comes in that layout, whose transpose back is free. Inductor must give the ops the strides
+        # the graph was traced with, or their outputs' layout would not be the one compiled for.
+        default = {p for kernel in kernels_for(build_model("llama"), self.ids) for p, _ in kernel.problems}
+        self.assertEqual([p for p in default if "bshd" in p], [])  # copies, unless AUTOKERNEL_VIEWS=1
+        with mock.patch.dict(os.environ, {"AUTOKERNEL_VIEWS": "1"}):
+            model, expected = self.applied("llama")
+        problems = {p for kernel in self.kernels for p, _ in kernel.problems}
+        self.assertIn("2x4x16x16:bshd=1,causal=1,kv_heads=2", problems)
+        self.assertIn("2x4x16x16:bshd=1", problems)  # q's rotary
+        with torch.no_grad():
+            self.assert_same(expected, model(self.ids, labels=self.ids))
+        self.assertEqual(dict(TABLE.fallbacks), {})
+        copies = [n for gm in _applied_graphs(model) for n in gm.graph.nodes
+                  if n.target in (torch.ops.aten.contiguous.default, torch.ops.aten.clone.default)]
+        self.assertEqual(copies, [])
+        torch._dynamo.reset()
+        TABLE.reset_counts()
+        compiled = torch.compile(model, fullgraph=True)
+        with torch.no_grad():
+            self.assert_same(expected, compiled(self.ids, labels=self.ids), tolerance=1e-4)
+        self.assertEqual(TABLE.calls["host_flash_attention"], 2)
+        self.assertEqual(dict(TABLE.fallbacks), {})
 
     def test_a_padding_mask_apply_did_not_see_runs_pytorch_and_says_so(self):
         # The call runs the model's own forward: attention, which the mask reaches, is PyTorch's;

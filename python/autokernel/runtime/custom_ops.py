@@ -33,6 +33,11 @@ def _kernel_or_reference(spec, count, reference, args):
     outputs = TABLE.run(spec, args[:count], args[count:])
     if outputs is None:
         outputs = reference(*args)
+        if spec.layout(args[:count]):  # in the layout the fake implementation promised
+            made = spec.allocate(args[:count])
+            for target, output in zip(made, outputs):
+                target.copy_(output)
+            outputs = made
     return _single_or_tuple(outputs)
 
 
@@ -85,10 +90,18 @@ def _backward(spec):
     return backward
 
 
+def _tags(spec):
+    """An op that takes views (OpSpec.layouts) makes its outputs' layout from its inputs' (the fake
+    implementation as the kernel): Inductor must hand it its inputs in the strides it traced, or
+    the outputs' layout would differ from the one the graph was compiled for."""
+    exact = getattr(torch._C.Tag, "needs_exact_strides", None)
+    return (exact,) if spec.layouts and exact is not None else ()
+
+
 def _define_in_python(library, spec, name):
     """<namespace>::<name> with spec's schema, implemented in Python (with its backward)."""
     qualified = f"{NAMESPACE}::{name}"
-    library.define(spec.schema(name))
+    library.define(spec.schema(name), tags=_tags(spec))
     for key in ("CPU", "CUDA"):
         library.impl(name, _implementation(spec), key)
     torch.library.register_fake(qualified, _fake(spec), lib=library)
@@ -111,7 +124,7 @@ def define():
             _define_in_python(library, spec, spec.name)
             continue
         _define_in_python(library, spec, twin_name(spec.name))
-        library.define(spec.schema())
+        library.define(spec.schema(), tags=_tags(spec))
         torch.library.register_fake(f"{NAMESPACE}::{spec.name}", _fake(spec), lib=library)
         compiled.install(spec.name, twin_name(spec.name), len(spec.inputs), len(spec.scalars))
     TABLE.attach_native(compiled)

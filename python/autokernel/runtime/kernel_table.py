@@ -146,16 +146,17 @@ class KernelTable:
         dtype = DTYPE_NAMES.get(first.dtype)
         if dtype is None:
             return None, f"dtype {first.dtype} is not one a kernel takes"
-        transposed = spec.transposed(tensors)
-        problem = spec.problem([tuple(t.shape) for t in tensors], scalars, transposed)
+        layout = spec.layout(tensors)
+        problem = spec.problem([tuple(t.shape) for t in tensors], scalars, layout)
         kernel = self.find(spec.name, problem, dtype, device_arch(first.device))
         if kernel is None:
             reason = f"no kernel checked for {problem} {dtype} on {device_arch(first.device)}"
             return None, reason
-        # The layout a kernel was checked on: contiguous, or the transposed view its problem names.
-        if not all(t.is_contiguous() or i in transposed for i, t in enumerate(tensors)):
+        # The layout a kernel was checked on: contiguous, or the swapped views its problem names.
+        swapped = spec.swapped_inputs(layout)
+        if not all(t.is_contiguous() or i in swapped for i, t in enumerate(tensors)):
             return None, "a non-contiguous input (kernels are checked on contiguous ones)"
-        return kernel, [(tuple(o.shape), o.dtype) for o in spec.allocate([t.to("meta") for t in tensors])]
+        return kernel, [(tuple(o.shape), o.stride(), o.dtype) for o in spec.allocate([t.to("meta") for t in tensors])]
 
     def run(self, spec, tensors, scalars):
         """The kernel's outputs for this call, or None when PyTorch must run it (counted)."""
@@ -167,7 +168,7 @@ class KernelTable:
         if kernel is None:
             return self._fallback(spec.name, detail, unexpected=not detail.startswith("no kernel"))
         device = tensors[0].device
-        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in detail]
+        outputs = [torch.empty_strided(shape, stride, dtype=dtype, device=device) for shape, stride, dtype in detail]
         if call is None:  # inputs of this shape and layout: one struct
             call = kernel.launcher().prepare(tensors, outputs, scalars)
             self._memo[key] = (kernel, detail, call)

@@ -8,6 +8,7 @@ after its region, run alone on a random probe, agrees with the operator's formul
 shapes are never trusted, so a look-alike is left alone.
 """
 import operator
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -17,7 +18,7 @@ import torch.fx as fx
 from .abi import DTYPE_NAMES
 from .custom_ops import direct as direct_op
 from .graph import val
-from .ops import OPS
+from .ops import OPS, swapped
 
 aten = torch.ops.aten
 
@@ -36,11 +37,11 @@ class Match:
     scalars: list
     dtype: torch.dtype
     emit: Callable = field(repr=False)  # (Emitter) -> the node that replaces output
-    transposed: frozenset = frozenset()  # inputs emit passes as a transposed view (OpSpec.transposable)
+    layout: frozenset = frozenset()  # layout parameters of the views emit passes (OpSpec.layouts)
 
     @property
     def problem(self):
-        return OPS[self.op].problem(self.shapes, self.scalars, self.transposed)
+        return OPS[self.op].problem(self.shapes, self.scalars, self.layout)
 
     @property
     def dtype_name(self):
@@ -123,6 +124,16 @@ class Emitter:
             node = self.graph.get_attr(f"{name}_{index}")
         node.meta["val"] = _as_meta(tensor)
         return node
+
+
+def projection_views(nodes):
+    """Whether attention's or rotary's inputs go to the kernel as the [B, H, S, D] views of a
+    model's [B, S, H, D] projections that they are (problem param bshd), not copied. Off unless
+    AUTOKERNEL_VIEWS=1: the CUDA kernels' strided paths have not been judged on a GPU yet
+    (CudaHarness.AttentionAndRotaryTakeAModelsProjectionsThroughEveryStage); the host's have."""
+    values = [val(n) for n in nodes]
+    return (os.environ.get("AUTOKERNEL_VIEWS", "0") == "1" and all(v is not None for v in values)
+            and swapped(values, 1))
 
 
 def _as_meta(value):

@@ -10,7 +10,7 @@ import math
 import torch
 
 from .graph import calls, dtype, shape
-from .match import Match, close, probe, run_region
+from .match import Match, close, probe, projection_views, run_region
 
 aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
@@ -106,12 +106,18 @@ def _sdpa(node, info):
                 if whole is not None:
                     region, label, k, v = whole, "sdpa with repeated key/value heads", k0, v0
 
+    # A model's [B, S, H, D] projections seen as [B, H, S, D] go to the kernel as they are (bshd),
+    # its output made in the same layout, whose transpose back is then free; any other layout is
+    # made contiguous.
+    views = projection_views([q, k, v])
+
     def emit(e):
-        (o,) = e.op("flash_attention", [e.contiguous(q), e.contiguous(k), e.contiguous(v)], [scale, causal])
+        tensors = [q, k, v] if views else [e.contiguous(q), e.contiguous(k), e.contiguous(v)]
+        (o,) = e.op("flash_attention", tensors, [scale, causal])
         return o
 
     return Match("flash_attention", label, node, region, [shape(q), shape(k), shape(v)], [scale, causal],
-                 dtype(q), emit)
+                 dtype(q), emit, frozenset({"bshd"}) if views else frozenset())
 
 
 def find(info):

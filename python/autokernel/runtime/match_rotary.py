@@ -17,7 +17,7 @@ import math
 import torch
 
 from .graph import calls, dtype, shape
-from .match import Match, close, probe, run_region
+from .match import Match, close, probe, projection_views, run_region
 
 aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
@@ -98,10 +98,13 @@ def _kernel_layout(x_shape, axis):
 
 
 def _emit(x, output, axis, cos, sin, interleaved):
+    """(emit, the kernel's input shape, its layout parameters): a model's [B, S, H, D] projection
+    seen as [B, H, S, D] goes to the kernel as it is (bshd), the output in the same layout."""
     x_shape = shape(x)
     layout = _kernel_layout(x_shape, axis)
     moved_shape = [d for i, d in enumerate(x_shape[:-1]) if i != axis] + [x_shape[axis], x_shape[-1]]
     half = x_shape[-1] // 2
+    views = not interleaved and len(x_shape) == 4 and axis == 2 and projection_views([x])
 
     def emit(e):
         t = x
@@ -111,7 +114,7 @@ def _emit(x, output, axis, cos, sin, interleaved):
             t = e(aten.cat.default, [evens, odds], -1)
         t = e.movedim(t, axis, -2)
         tables = [e.constant(cos, "autokernel_rotary_cos"), e.constant(sin, "autokernel_rotary_sin")]
-        (y,) = e.op("rotary_embedding", [e.contiguous(e.reshape(t, layout))] + tables)
+        (y,) = e.op("rotary_embedding", [t if views else e.contiguous(e.reshape(t, layout))] + tables)
         y = e.movedim(e.reshape(y, moved_shape), -2, axis)
         if interleaved:
             first = e(aten.slice.Tensor, y, -1, 0, half)
@@ -119,7 +122,7 @@ def _emit(x, output, axis, cos, sin, interleaved):
             y = e(aten.flatten.using_ints, e(aten.stack.default, [first, second], -1), -2)
         return y if dtype(output) == dtype(x) else e.cast(y, dtype(output))
 
-    return emit, layout
+    return emit, layout, frozenset({"bshd"}) if views else frozenset()
 
 
 def _candidates_x(anchor, width):
@@ -161,10 +164,10 @@ def _at(anchor, info, width, conventions, furthest_first=False):
                 if found is None:
                     continue
                 axis, cos, sin = found
-                emit, layout = _emit(x, output, axis, cos, sin, interleaved)
+                emit, layout, views = _emit(x, output, axis, cos, sin, interleaved)
                 label = "rotary (" + ("interleaved pairs" if interleaved else "rotate-half") + ")"
                 shapes = [layout, tuple(cos.shape), tuple(sin.shape)]
-                return Match("rotary_embedding", label, output, region, shapes, [], dtype(x), emit)
+                return Match("rotary_embedding", label, output, region, shapes, [], dtype(x), emit, views)
     return None
 
 

@@ -42,7 +42,7 @@ def _product(node, a, b, bias, label, transposed=False):
         return y if bias is None else e(aten.add.Tensor, y, bias)
 
     return Match("matmul", label, node, {node}, [(m, k), (k, n)], [], dtype(a), emit,
-                 transposed=frozenset({1}) if transposed else frozenset())
+                 layout=frozenset({"b_nk"}) if transposed else frozenset())
 
 
 def _matmul(node, info):

@@ -55,7 +55,7 @@ class Site:
     width: int  # the input's last dim: the kernel's rows are its other dims
     shapes: list  # the kernel's other inputs (the module's parameters), ABI order
     scalars: list
-    transposed: frozenset
+    layout: frozenset
     dtype: torch.dtype  # the input's, as traced
     dtype_name: str  # the kernel's
     ndim: int
@@ -68,7 +68,7 @@ class Site:
     def servable(self, allowed):
         """Whether a kernel registered now serves this module's operator on its weights at some
         number of rows (the problem's first dimension for every operator a module can be)."""
-        problem = OPS[self.op].problem([(1, self.width)] + self.shapes, self.scalars, self.transposed)
+        problem = OPS[self.op].problem([(1, self.width)] + self.shapes, self.scalars, self.layout)
         return TABLE.serves_any_rows(self.op, problem, self.dtype_name, self.arch, allowed)
 
     def kernel(self, x):
@@ -78,7 +78,7 @@ class Site:
                 or self.module.training != self.training):
             return None
         rows = x.numel() // self.width
-        problem = OPS[self.op].problem([(rows, self.width)] + self.shapes, self.scalars, self.transposed)
+        problem = OPS[self.op].problem([(rows, self.width)] + self.shapes, self.scalars, self.layout)
         return TABLE.find(self.op, problem, self.dtype_name, self.arch)
 
 
@@ -215,7 +215,7 @@ def _site(capture, info, module, path, nodes, m):
     if graph is None or not _agrees(module, graph, val(x)):
         return None
     return Site(".".join(p for p in (capture.path, path) if p), module, m.op, m.label, graph, traced[-1],
-                list(m.shapes[1:]), list(m.scalars), m.transposed, val(x).dtype, m.dtype_name, len(traced),
+                list(m.shapes[1:]), list(m.scalars), m.layout, val(x).dtype, m.dtype_name, len(traced),
                 val(x).device, capture.training)
 
 

@@ -17,6 +17,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
@@ -57,6 +58,7 @@ struct Entry {
   Launch launch = nullptr;
   std::vector<std::byte> call;
   std::vector<std::vector<int64_t>> output_sizes;
+  std::vector<std::vector<int64_t>> output_strides;  // the layout the twin made (a swapped view too)
   std::vector<c10::ScalarType> output_dtypes;
   int64_t* counter = nullptr;  // the kernel's call count, owned by Python (kernel_table.py)
 };
@@ -117,8 +119,8 @@ bool launch(const Entry& entry, torch::jit::Stack* stack, const OpTable& table) 
   std::vector<at::Tensor> outputs;
   outputs.reserve(entry.output_sizes.size());
   for (size_t i = 0; i < entry.output_sizes.size(); ++i)
-    outputs.push_back(
-        at::empty(entry.output_sizes[i], at::TensorOptions().dtype(entry.output_dtypes[i]).device(device)));
+    outputs.push_back(at::empty_strided(entry.output_sizes[i], entry.output_strides[i],
+                                        at::TensorOptions().dtype(entry.output_dtypes[i]).device(device)));
   // The struct is filled in a copy on the stack: another thread may launch the same entry.
   alignas(16) std::array<std::byte, kMaxCallSize> call;
   std::memcpy(call.data(), entry.call.data(), entry.call.size());
@@ -167,11 +169,12 @@ class NativeKernel final : public c10::OperatorKernel {
     table_->twin.redispatchBoxed(c10::DispatchKeySet(keys.highestPriorityTypeId()), stack);
     if (!t_remembered.set) return;  // PyTorch's op ran it, or a kernel ran outside the twin
     auto entry = std::make_shared<Entry>(
-        Entry{t_remembered.launch, std::move(t_remembered.call), {}, {}, t_remembered.counter});
+        Entry{t_remembered.launch, std::move(t_remembered.call), {}, {}, {}, t_remembered.counter});
     t_remembered = Remembered{};
     for (const auto& value : torch::jit::last(*stack, table_->outputs)) {  // the twin's outputs
       const at::Tensor& output = value.toTensor();
       entry->output_sizes.emplace_back(output.sizes().begin(), output.sizes().end());
+      entry->output_strides.emplace_back(output.strides().begin(), output.strides().end());
       entry->output_dtypes.push_back(output.scalar_type());
     }
     std::lock_guard lock(table_->mutex);

@@ -24,9 +24,11 @@ class OpSpec:
     params: Callable[[list, list], dict] = lambda shapes, scalars: {}
     # output dtypes; None: the dtype of the first input
     output_dtypes: Optional[tuple] = None
-    # inputs (ABI indices) a kernel also takes as the transposed view of a contiguous buffer, and
-    # the problem parameter that says so (matmul's B as a Linear's [N, K] weight: b_nk)
-    transposable: dict = field(default_factory=dict)
+    # Layouts a kernel also takes, by the problem parameter that names each: (axis, inputs, outputs)
+    # with those inputs given, and those outputs made, as views of contiguous buffers whose axes
+    # `axis` and `axis` + 1 are swapped (matmul's B as a Linear's [N, K] weight: b_nk; attention's
+    # and rotary's [B, H, S, D] as a model's [B, S, H, D] projections: bshd).
+    layouts: dict = field(default_factory=dict)
     # The first input may come with more leading dimensions than the kernel's [rows, width]: a
     # contiguous one is taken as its rows (a view, the same memory) and the first output is
     # [rows, width]. An applied graph then passes a model's [batch, seq, width] activation itself,
@@ -45,29 +47,34 @@ class OpSpec:
             return list(tensors)
         return [x.view(-1, x.shape[-1])] + list(tensors[1:])
 
-    def transposed(self, tensors):
-        """The indices of `tensors` passed as such a transposed view (2-D, not contiguous, whose
-        transpose is)."""
-        return frozenset(i for i in self.transposable
-                         if tensors[i].dim() == 2 and not tensors[i].is_contiguous() and tensors[i].t().is_contiguous())
+    def layout(self, tensors):
+        """The layout parameters whose inputs all come as their swapped views."""
+        return frozenset(name for name, (axis, inputs, _) in self.layouts.items()
+                         if swapped([tensors[i] for i in inputs], axis))
 
-    def problem(self, shapes, scalars, transposed=frozenset()):
+    def swapped_inputs(self, layout):
+        """The inputs (ABI indices) the layout parameters `layout` take as swapped views."""
+        return frozenset(i for name in layout for i in self.layouts[name][1])
+
+    def problem(self, shapes, scalars, layout=frozenset()):
         """The engine's problem string, e.g. '4096x4096x4096' or '4x32x4096x128:causal=1,kv_heads=8'
         ('...:b_nk=1' for matmul's B given transposed)."""
         text = "x".join(str(int(d)) for d in self.dims(shapes))
         params = dict(self.params(shapes, scalars))
-        params.update({self.transposable[i]: 1.0 for i in transposed})
+        params.update({name: 1.0 for name in layout})
         if params:
             text += ":" + ",".join(f"{name}={value:g}" for name, value in sorted(params.items()))
         return text
 
     def allocate(self, inputs):
-        """Empty outputs for a call on these inputs (same device; dtype per the op)."""
+        """Empty outputs for a call on these inputs (same device; dtype per the op), each in the
+        layout the inputs' layout gives it."""
         dims = self.dims([tuple(t.shape) for t in inputs])
         dtypes = self.output_dtypes or (inputs[0].dtype,) * len(self.outputs)
+        axes = {i: self.layouts[name][0] for name in self.layout(inputs) for i in self.layouts[name][2]}
         return [
-            torch.empty(shape, dtype=dtype, device=inputs[0].device)
-            for shape, dtype in zip(self.output_shapes(dims), dtypes)
+            _empty(shape, dtype, inputs[0].device, axes.get(i))
+            for i, (shape, dtype) in enumerate(zip(self.output_shapes(dims), dtypes))
         ]
 
     def workspace_bytes(self, inputs):
@@ -81,6 +88,23 @@ class OpSpec:
         args = [f"Tensor {n}" for n in self.inputs] + [f"float {n}" for n in self.scalars]
         returns = "Tensor" if len(self.outputs) == 1 else "(" + ", ".join(["Tensor"] * len(self.outputs)) + ")"
         return f"{name or self.name}({', '.join(args)}) -> {returns}"
+
+
+def swapped(tensors, axis):
+    """Whether every tensor is the view, with axes `axis` and `axis` + 1 exchanged, of a contiguous
+    buffer, and one at least is not contiguous itself. A tensor that is both (one head, one
+    position) goes either way; tensors that are all contiguous are taken as such."""
+    return (all(t.dim() > axis + 1 and t.transpose(axis, axis + 1).is_contiguous() for t in tensors)
+            and not all(t.is_contiguous() for t in tensors))
+
+
+def _empty(shape, dtype, device, axis=None):
+    """An empty tensor of `shape`, contiguous, or with `axis` and `axis` + 1 swapped in memory."""
+    if axis is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    order = list(shape)
+    order[axis], order[axis + 1] = order[axis + 1], order[axis]
+    return torch.empty(order, dtype=dtype, device=device).transpose(axis, axis + 1)
 
 
 def _rows(shapes):
@@ -99,19 +123,21 @@ OPS = {
     for spec in [
         OpSpec("matmul", ("A", "B"), ("C",), (),
                dims=lambda s: (s[0][0], s[1][1], s[0][1]),
-               output_shapes=lambda d: [(d[0], d[1])], transposable={1: "b_nk"}),
+               output_shapes=lambda d: [(d[0], d[1])], layouts={"b_nk": (0, (1,), ())}),
         OpSpec("softmax", ("x",), ("y",), (), dims=_rows, output_shapes=lambda d: [d], flat_rows=True),
         OpSpec("layernorm", ("x", "weight", "bias"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d], flat_rows=True),
         OpSpec("rmsnorm", ("x", "weight"), ("y",), ("eps",), dims=_rows, output_shapes=lambda d: [d], flat_rows=True),
         OpSpec("flash_attention", ("q", "k", "v"), ("o",), ("scale", "causal"),
-               dims=_rows, output_shapes=lambda d: [d], params=_attention_params),
+               dims=_rows, output_shapes=lambda d: [d], params=_attention_params,
+               layouts={"bshd": (1, (0, 1, 2), (0,))}),
         OpSpec("fused_mlp", ("x", "w_gate", "w_up", "w_down"), ("y",), (),
                dims=lambda s: (s[0][0], s[0][1], s[1][0]),
                output_shapes=lambda d: [(d[0], d[1])], workspace=lambda d: (d[0], d[2])),
         OpSpec("cross_entropy", ("logits", "targets"), ("loss", "mean_loss"), (),
                dims=_rows, output_shapes=lambda d: [(d[0],), (1,)],
                output_dtypes=(torch.float32, torch.float32)),
-        OpSpec("rotary_embedding", ("x", "cos", "sin"), ("y",), (), dims=_rows, output_shapes=lambda d: [d]),
+        OpSpec("rotary_embedding", ("x", "cos", "sin"), ("y",), (), dims=_rows, output_shapes=lambda d: [d],
+               layouts={"bshd": (1, (0,), (0,))}),
         OpSpec("reduce", ("x",), ("y",), (), dims=_rows, output_shapes=lambda d: [(d[0],)]),
     ]
 }
