@@ -92,13 +92,6 @@ class InputFile {
   int fd_;
 };
 
-std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
 pid_t spawn(const std::vector<std::string>& argv, const ProcessOptions& options, int out_fd) {
   std::optional<InputFile> input;
   if (!options.stdin_file.empty()) input.emplace(options.stdin_file);
@@ -216,6 +209,13 @@ void write_fully(int fd, std::string_view bytes) {
 }
 
 }  // namespace
+
+std::vector<char*> pointers_to(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
 
 std::vector<std::string> environment_with(const EnvOverrides& overrides) {
   std::vector<std::string> entries;

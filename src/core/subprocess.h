@@ -80,6 +80,9 @@ bool write_line(int fd, std::string_view line);
 // This process's environment with `overrides` applied (a name given there replaces the inherited
 // one), as NAME=VALUE strings.
 std::vector<std::string> environment_with(const EnvOverrides& overrides);
+// `strings` as the null-terminated array exec and posix_spawn take (argv, envp); valid while
+// `strings` is.
+std::vector<char*> pointers_to(const std::vector<std::string>& strings);
 
 // A long-lived child process spoken to in lines: its stdin and stdout are one socket to this
 // process; stderr is inherited. It runs in its own process group, which the destructor kills

@@ -34,15 +34,12 @@ pid_t spawn_with_socket(const std::vector<std::string>& argv, int child_end, con
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = pointers_to(argv);
   std::vector<std::string> env_strings;
   std::vector<char*> env_pointers;
   if (!env.empty()) {
     env_strings = environment_with(env);
-    for (auto& entry : env_strings) env_pointers.push_back(entry.data());
-    env_pointers.push_back(nullptr);
+    env_pointers = pointers_to(env_strings);
   }
   pid_t pid = -1;
   const int rc =

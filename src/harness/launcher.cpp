@@ -69,13 +69,9 @@ pid_t spawn_launcher(const std::vector<std::string>& argv, const EnvOverrides& e
   if (arena_fd >= 0) posix_spawn_file_actions_adddup2(&actions, arena_fd, kArenaFd);
   // Nothing else of the judge's crosses over: not its result file, not its parent's pipes.
   posix_spawn_file_actions_addclosefrom_np(&actions, arena_fd >= 0 ? kArenaFd + 1 : kChannelFd + 1);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = pointers_to(argv);
   const std::vector<std::string> variables = environment_with(env);
-  std::vector<char*> envp;
-  for (const auto& v : variables) envp.push_back(const_cast<char*>(v.c_str()));
-  envp.push_back(nullptr);
+  std::vector<char*> envp = pointers_to(variables);
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

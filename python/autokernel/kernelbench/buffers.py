@@ -60,16 +60,14 @@ class Arena:
         self._tensors.clear()
 
 
-def attach(handle, device=None):
-    """The solver's view of a judge's tensor; `device`: where the solver sees the judge's GPU, when
-    its number there differs from the judge's (a solver that sees that GPU alone)."""
+def attach(handle, device):
+    """The solver's view of a judge's tensor, on `device`: the judge's GPU as the solver numbers it
+    (its cuda:0 where it sees that GPU alone)."""
     if handle[0] == "cuda":
         rebuild, args = handle[1]
-        if device is not None:
-            bound = inspect.signature(rebuild).bind(*args)
-            bound.arguments["storage_device"] = device.index
-            return rebuild(*bound.args)
-        return rebuild(*args)
+        bound = inspect.signature(rebuild).bind(*args)
+        bound.arguments["storage_device"] = device.index
+        return rebuild(*bound.args)
     _, path, shape, dtype_name, nbytes = handle
     fd = os.open(path, os.O_RDWR)
     try:

@@ -192,7 +192,7 @@ class Judge:
         sole = sole_gpu(self.device)
         if sole:  # the solution sees this GPU alone, as its cuda:0
             env["CUDA_VISIBLE_DEVICES"], plan["gpu_minor"] = sole
-            plan["device"], plan["judge_device_index"] = "cuda:0", self.device.index
+            plan["device"] = "cuda:0"
         if extensions_dir:
             env["TORCH_EXTENSIONS_DIR"] = str(extensions_dir)
             plan["writable"].append(str(extensions_dir))

@@ -52,10 +52,8 @@ class Solver:
         self.device = torch.device(plan["device"])
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        device = self.device if "judge_device_index" in plan else None  # the judge's GPU, renumbered here
-
         def attach(handle):
-            return buffers.attach(handle, device)
+            return buffers.attach(handle, self.device)
 
         self.slots = [([attach(h) if kind == "tensor" else h for kind, h in slot["inputs"]],
                        [attach(h) for h in slot["outputs"]]) for slot in plan["slots"]]
