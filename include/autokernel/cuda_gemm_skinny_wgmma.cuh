@@ -21,9 +21,9 @@
 //                   finished by its owner in-kernel (cuda_gemm_stream_k.cuh): no partial last
 //                   wave, no second kernel. Any M up to 64.
 //
-// Tuning (template): BN, 32, 64 or 128 rows of W a tile; Stages, the ring's depth (12, 16 and 24
-// KB a stage; 16, 12 and 8 stages, about 192 KB). launch_skinny_wgmma (cuda_gemm_skinny_wgmma_launch.cuh)
-// picks schedule and width.
+// Tuning (template): BN, 32, 64, 96, 112 or 128 rows of W a tile; Stages, the ring's depth (12,
+// 16, 20, 22 and 24 KB a stage; 16, 12, 9, 8 and 8 stages, about 192 KB). launch_skinny_wgmma
+// (cuda_gemm_skinny_wgmma_launch.cuh) picks schedule and width.
 #pragma once
 
 #include <algorithm>
@@ -42,7 +42,7 @@ constexpr int kConsumerBarrier = 1;  // the consumer warpgroup's named barrier (
 
 template <int BN, int Stages>
 struct Layout {
-  static_assert(BN == 32 || BN == 64 || BN == 128, "tiles of 32, 64 or 128 rows of W");
+  static_assert(BN == 32 || BN == 64 || BN == 96 || BN == 112 || BN == 128, "tiles of 32 to 128 rows of W");
   static constexpr int kABytes = kRowsA * kBK * 2, kWBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kWBytes;  // a multiple of the swizzle's 1024 bytes
   static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;

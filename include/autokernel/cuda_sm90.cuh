@@ -31,10 +31,11 @@
 #define AK_WGMMA_REGS_16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define AK_WGMMA_REGS_32 \
   AK_WGMMA_REGS_16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define AK_WGMMA_REGS_64                                                                              \
-  AK_WGMMA_REGS_32                                                                                    \
-  ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, " \
-  "%51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+// m64n96 and m64n112 (the decode products' one-wave tiles of W) extend the 32-register list.
+#define AK_WGMMA_REGS_48 \
+  AK_WGMMA_REGS_32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define AK_WGMMA_REGS_56 AK_WGMMA_REGS_48 ", %48, %49, %50, %51, %52, %53, %54, %55"
+#define AK_WGMMA_REGS_64 AK_WGMMA_REGS_56 ", %56, %57, %58, %59, %60, %61, %62, %63"
 #define AK_WGMMA_REGS_96                                                                              \
   AK_WGMMA_REGS_64                                                                                    \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, " \
@@ -51,12 +52,16 @@
   AK_WGMMA_OUTS_16(d), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),     \
       "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define AK_WGMMA_OUTS_64(d)                                                                          \
+#define AK_WGMMA_OUTS_48(d)                                                                          \
   AK_WGMMA_OUTS_32(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), \
       "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]),     \
-      "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),     \
-      "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]),     \
-      "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define AK_WGMMA_OUTS_56(d)                                                                          \
+  AK_WGMMA_OUTS_48(d), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), \
+      "+f"(d[54]), "+f"(d[55])
+#define AK_WGMMA_OUTS_64(d)                                                                          \
+  AK_WGMMA_OUTS_56(d), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), \
+      "+f"(d[62]), "+f"(d[63])
 // m64n176 (176 = 11 x 16 keys: the attention's wide key tile) extends the 64-register list.
 #define AK_WGMMA_REGS_88                                                                              \
   AK_WGMMA_REGS_64                                                                                    \
@@ -261,42 +266,30 @@ __device__ __forceinline__ void fence_register(float& v) {
   AK_WGMMA_SS(N, REGS, A, B, SCALE, "k16.f32." TYPE "." TYPE, ", 0, " #TRANS_B)
 
 // d (64 x N per warpgroup, fp32) += A (64 x 16 from desc a) * B (16 x N from desc b).
+// The four 16-bit forms of one width: fp16 or bf16, B transposed or not.
+#define AK_WGMMA_16BIT(N, REGS, A, B, SCALE)                                    \
+  do {                                                                          \
+    if constexpr (kHalf && TransB) AK_WGMMA(N, REGS, A, B, SCALE, "f16", 1);    \
+    if constexpr (kHalf && !TransB) AK_WGMMA(N, REGS, A, B, SCALE, "f16", 0);   \
+    if constexpr (!kHalf && TransB) AK_WGMMA(N, REGS, A, B, SCALE, "bf16", 1);  \
+    if constexpr (!kHalf && !TransB) AK_WGMMA(N, REGS, A, B, SCALE, "bf16", 0); \
+  } while (0)
+
 template <typename T, int N, bool TransB>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b) {
   constexpr bool kHalf = std::is_same_v<T, __half>;
-  if constexpr (N == 32) {
-    if constexpr (kHalf && TransB) AK_WGMMA(32, 16, 16, 17, 18, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(32, 16, 16, 17, 18, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(32, 16, 16, 17, 18, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(32, 16, 16, 17, 18, "bf16", 0);
-  } else if constexpr (N == 64) {
-    if constexpr (kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(64, 32, 32, 33, 34, "bf16", 0);
-  } else if constexpr (N == 176) {
-    if constexpr (kHalf && TransB) AK_WGMMA(176, 88, 88, 89, 90, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(176, 88, 88, 89, 90, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(176, 88, 88, 89, 90, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(176, 88, 88, 89, 90, "bf16", 0);
-  } else if constexpr (N == 192) {
-    if constexpr (kHalf && TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(192, 96, 96, 97, 98, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(192, 96, 96, 97, 98, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(192, 96, 96, 97, 98, "bf16", 0);
-  } else if constexpr (N == 128) {
-    if constexpr (kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(128, 64, 64, 65, 66, "bf16", 0);
-  } else {
-    static_assert(N == 256, "wgmma tiles of 32, 64, 128, 176, 192 or 256 columns");
-    if constexpr (kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 1);
-    if constexpr (kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "f16", 0);
-    if constexpr (!kHalf && TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 1);
-    if constexpr (!kHalf && !TransB) AK_WGMMA(256, 128, 128, 129, 130, "bf16", 0);
-  }
+  static_assert(N == 32 || N == 64 || N == 96 || N == 112 || N == 128 || N == 176 || N == 192 || N == 256,
+                "wgmma tiles of 32, 64, 96, 112, 128, 176, 192 or 256 columns");
+  if constexpr (N == 32) AK_WGMMA_16BIT(32, 16, 16, 17, 18);
+  if constexpr (N == 64) AK_WGMMA_16BIT(64, 32, 32, 33, 34);
+  if constexpr (N == 96) AK_WGMMA_16BIT(96, 48, 48, 49, 50);
+  if constexpr (N == 112) AK_WGMMA_16BIT(112, 56, 56, 57, 58);
+  if constexpr (N == 128) AK_WGMMA_16BIT(128, 64, 64, 65, 66);
+  if constexpr (N == 176) AK_WGMMA_16BIT(176, 88, 88, 89, 90);
+  if constexpr (N == 192) AK_WGMMA_16BIT(192, 96, 96, 97, 98);
+  if constexpr (N == 256) AK_WGMMA_16BIT(256, 128, 128, 129, 130);
 }
+#undef AK_WGMMA_16BIT
 
 // d (64 x 128 per warpgroup, fp32) += A (64 x 8 from desc a) * B (8 x 128 from desc b), both TF32
 // and K-major (wgmma transposes only 16-bit operands).

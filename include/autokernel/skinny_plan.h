@@ -1,7 +1,7 @@
-// The layout of the skinny products' shared-memory form with a cluster split of K
-// (cuda_gemm_skinny.cuh, SKINNY_CLUSTER = 1): which height of W's tiles, and how many blocks of a
-// thread block cluster share each tile, each taking a contiguous run of K. Plain C++17 (no CUDA
-// types), so that the choice is tested on machines without a GPU.
+// Layouts of the skinny products, plain C++17 (no CUDA types), so that the choices are tested on
+// machines without a GPU: the wgmma form's tile width (one_wave_width), and the shared-memory form
+// with a cluster split of K (cuda_gemm_skinny.cuh, SKINNY_CLUSTER = 1): which height of W's tiles,
+// and how many blocks of a thread block cluster share each tile, each taking a contiguous run of K.
 #pragma once
 
 #include <stdint.h>
@@ -9,6 +9,23 @@
 #include <limits>
 
 namespace ak_gemm::skinny {
+
+// The widths (rows of W a tile) the wgmma form is built for (cuda_gemm_skinny_wgmma.cuh).
+constexpr int kWgmmaWidths[] = {32, 64, 96, 112, 128};
+
+// The wgmma form's width for n rows of W on sms SMs: the narrowest of kWgmmaWidths up to widest
+// whose tiles make one wave, and more than half of one (0: none does). Every block of the form
+// brings in all of A's rows beside its tile of W, so one wave of wider tiles brings in fewer bytes
+// an SM than more tiles of a narrower width, or than stream-K over narrower tiles, and has no
+// tile to finish across blocks (64 x 11008 x 4096: 115 tiles of 96 against 172 of 64).
+constexpr int one_wave_width(int64_t n, int64_t sms, int widest) {
+  for (const int width : kWgmmaWidths) {
+    if (width > widest) break;
+    const int64_t tiles = (n + width - 1) / width;
+    if (tiles <= sms) return 2 * tiles > sms ? width : 0;
+  }
+  return 0;
+}
 
 // rows = 0: no layout runs in one wave. cluster = 1: no split.
 struct StagedPlan {

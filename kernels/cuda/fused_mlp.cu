@@ -51,6 +51,8 @@
 //   SKINNY            1: the skinny form for decode calls (above); 0: the tiled forms for every
 //                     M. Not a @tune: it changes nothing at the M of a prefill.
 //   SKINNY_MAX_M      the largest M the skinny form takes (at most 64).
+//   SKINNY_WIDEST     the widest tile of W (64 or 128 rows) its products take from 33 rows of A, as
+//                     matmul.cu's. Not a @tune.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 32, 64, 128
@@ -104,6 +106,9 @@
 #endif
 #ifndef SKINNY_MAX_M
 #define SKINNY_MAX_M 64
+#endif
+#ifndef SKINNY_WIDEST
+#define SKINNY_WIDEST 64
 #endif
 
 namespace {
@@ -179,12 +184,13 @@ __global__ void __launch_bounds__(256) swiglu_kernel(const T* g, const T* u, T* 
 }
 
 // One product of the skinny form: c = A W^T as matmul.cu's defaults take it at these rows (from 33
-// rows the wgmma forms where they are chosen: whole tiles over a persistent grid, or stream-K),
+// rows the wgmma form's whole tiles where a width up to SKINNY_WIDEST makes one wave),
 // else the skinny products in registers or through shared memory.
 template <typename T>
 int skinny_product(const GemmProblem<T, 1>& p, T* c, int64_t ldc, cudaStream_t stream,
                    const skinny::RowLimits& limits) {
-  const int rc = skinny_wgmma::launch_skinny_wgmma(p, make_store(c, ldc, p.m, p.n), stream, 0, 0, 1, 0);
+  const int rc =
+      skinny_wgmma::launch_skinny_wgmma(p, make_store(c, ldc, p.m, p.n), stream, 0, 0, 1, 0, SKINNY_WIDEST);
   return rc != AK_ERR_UNSUPPORTED ? rc
                                   : skinny::launch_skinny_gemm<T, BLayout::NK>(p, c, ldc, stream, 0, limits);
 }

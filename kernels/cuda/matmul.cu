@@ -113,21 +113,26 @@
 //                     intake (docs/benchmarks.md, twenty-eighth session). Searched where the
 //                     shared-memory form may take the call, with the default tiles.
 //   SKINNY_WGMMA      1 (the default): with B as [N, K], the call goes first to the wgmma form
-//                     (cuda_gemm_skinny_wgmma.cuh: A's M rows against tiles of 32 or 64 rows of
+//                     (cuda_gemm_skinny_wgmma.cuh: A's M rows against tiles of 32 to 128 rows of
 //                     W, TMA into a ring of about 192 KB) where the H200 measured it faster: 33 to
-//                     64 rows of A, whole tiles where they make between half a wave and one, no K
-//                     split (launch_skinny_wgmma), and SKINNY = 1, SKINNY_STAGED = 1,
-//                     SKINNY_CLUSTER = 0. 32 or 64 force that width from 17 rows, split-K as
-//                     SPLIT_K says; 0 never. 64 x 4096 x 4096 15.4 against 18.2 us, 64 x 8192 x
-//                     4096 22.8 against 26.9 (cuBLAS 14.4, 21.8). Not a @tune.
-//   SKINNY_STREAM_K   1 (the default): where SKINNY_WGMMA = 1 chooses and 64-row tiles make between
-//                     one and two waves, stream-K at 64 rows of W a tile (an equal run of (tile,
-//                     k-tile) iterations an SM, tiles cut between blocks finished in-kernel:
-//                     cuda_gemm_stream_k.cuh; on the H200 64 x 11008 x 4096 32.6 against 35.6 us
-//                     with whole tiles, cuBLAS 26.8; where whole tiles make one wave it costs
+//                     64 rows of A, whole tiles of the narrowest width up to SKINNY_WIDEST that
+//                     makes between half a wave and one, no K split (launch_skinny_wgmma), and
+//                     SKINNY = 1, SKINNY_STAGED = 1, SKINNY_CLUSTER = 0. 32, 64, 96, 112 or 128
+//                     force that width from 17 rows, split-K as SPLIT_K says; 0 never. 64 x 4096 x
+//                     4096 15.4 against 18.2 us, 64 x 8192 x 4096 22.8 against 26.9 (cuBLAS 14.4,
+//                     21.8). Not a @tune.
+//   SKINNY_WIDEST     the widest tile SKINNY_WGMMA = 1 chooses: 64 (the default), stream-K past
+//                     one wave of those (SKINNY_STREAM_K); 128 takes one wave of tiles of 96, 112
+//                     or 128 rows of W there instead (64 x 11008 x 4096: 115 tiles of 96, each block
+//                     bringing in all of A beside its tile, none cut between blocks). Not a @tune.
+//   SKINNY_STREAM_K   1 (the default): where SKINNY_WGMMA = 1 chooses, no width up to SKINNY_WIDEST
+//                     makes one wave, and 64-row tiles make between one and two waves, stream-K at
+//                     64 rows of W a tile (an equal run of (tile, k-tile) iterations an SM, tiles cut between
+//                     blocks finished in-kernel: cuda_gemm_stream_k.cuh; on the H200 64 x 11008 x 4096 32.6
+//                     against 35.6 us with whole tiles, cuBLAS 26.8; where whole tiles make one wave it costs
 //                     about 5 us). 64 or 128 force stream-K at that width for any M up to 64 whenever
-//                     SKINNY_WGMMA != 0; 0 never (whole tiles of 64 up to one and a half waves
-//                     instead). Not a @tune.
+//                     SKINNY_WGMMA != 0; 0 never (whole tiles of 64 up to one and a half waves instead). Not
+//                     a @tune.
 //   SKINNY_MULTICAST  1: where the wgmma form takes whole tiles (chosen or forced by SKINNY_WGMMA),
 //                     clusters of two blocks along W's tiles share A: each brings half of A's rows
 //                     from L2 and TMA multicasts them to both (cuda_gemm_skinny_multicast.cuh), as
@@ -241,6 +246,9 @@
 #ifndef SKINNY_MULTICAST
 #define SKINNY_MULTICAST 0
 #endif
+#ifndef SKINNY_WIDEST
+#define SKINNY_WIDEST 64
+#endif
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 0
 #endif
@@ -327,7 +335,7 @@ int launch(const ak_call* call) {
       const int rc = m > SKINNY_MAX_M ? AK_ERR_UNSUPPORTED
                                       : skinny_wgmma::launch_skinny_wgmma(
                                             p, store, stream, SPLIT_K, SKINNY_WGMMA == 1 ? 0 : SKINNY_WGMMA,
-                                            SKINNY_STREAM_K, SKINNY_MULTICAST);
+                                            SKINNY_STREAM_K, SKINNY_MULTICAST, SKINNY_WIDEST);
       if (rc != AK_ERR_UNSUPPORTED) return rc;
     }
     if constexpr (SKINNY != 0) {

@@ -208,13 +208,19 @@ TEST_F(CudaHarness, MatmulSkinnyClusterSplitPassesEveryStage) {
                                {cluster + "1", "17x1024x4096:b_nk=1", "fp16"}});
 }
 
-// The wgmma form of the skinny products (SKINNY_WGMMA, cuda_gemm_skinny_wgmma.cuh), both tile
-// widths: one wave of tiles (64 x 4096 x 4096), several (64 x 11008 x 4096, persistent), split-K
+// The wgmma form of the skinny products (SKINNY_WGMMA, cuda_gemm_skinny_wgmma.cuh), every tile
+// width: one wave of tiles (64 x 4096 x 4096), several (64 x 11008 x 4096, persistent), split-K
 // chosen (17 x 1024 x 4096: 32 tiles) and forced (SPLIT_K = 4), M short of the wgmma's 64 rows
 // (A's box is M rows; the stage's rows past it are never written, their rows of C never stored),
-// N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104).
+// N not a multiple of the tile and K not of the k-tile (48 x 4000 x 4104); the wide one-wave
+// tiles SKINNY_WIDEST = 128 chooses (64 x 11008 x 4096 in 115 tiles of 96, 48 x 14336 x 4096 in
+// 128 of 112) and 128 forced with N ragged (33 x 4000 x 4104: 32 tiles, the last past N, split-K
+// chosen).
 TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
-  expect_matmul_variants_pass({{"#define SKINNY_WGMMA 32", "64x4096x4096:b_nk=1", "fp16"},
+  expect_matmul_variants_pass({{"#define SKINNY_WIDEST 128", "64x11008x4096:b_nk=1", "fp16"},
+                               {"#define SKINNY_WIDEST 128", "48x14336x4096:b_nk=1", "bf16"},
+                               {"#define SKINNY_WGMMA 128", "33x4000x4104:b_nk=1", "fp16"},
+                               {"#define SKINNY_WGMMA 32", "64x4096x4096:b_nk=1", "fp16"},
                                {"#define SKINNY_WGMMA 64", "64x4096x4096:b_nk=1", "bf16"},
                                {"#define SKINNY_WGMMA 32", "64x11008x4096:b_nk=1", "bf16"},
                                {"#define SKINNY_WGMMA 32", "17x1024x4096:b_nk=1", "fp16"},
@@ -225,14 +231,15 @@ TEST_F(CudaHarness, MatmulSkinnyWgmmaPassesEveryStage) {
 // Stream-K in the wgmma form (SKINNY_STREAM_K, cuda_gemm_stream_k.cuh): a tile cut between two
 // blocks (64 x 11008 x 4096: runs of 83-84 k-tiles), between eight (17 x 1024 x 4096: 16 tiles of
 // 64 k-tiles over 132 blocks), 128 rows of W a tile with N and K ragged (48 x 4000 x 4104), a
-// single row of A, and the defaults where they choose it (64 x 14336 x 4096: 224 tiles of 64).
+// single row of A, and the earlier rule where it chooses it (SKINNY_WIDEST = 64: 64 x 14336 x 4096
+// in 224 tiles of 64).
 // Every stage includes determinism: the owners add their helpers' sums in block order.
 TEST_F(CudaHarness, MatmulSkinnyStreamKPassesEveryStage) {
   expect_matmul_variants_pass({{"#define SKINNY_STREAM_K 64", "64x11008x4096:b_nk=1", "fp16"},
                                {"#define SKINNY_STREAM_K 64", "17x1024x4096:b_nk=1", "bf16"},
                                {"#define SKINNY_STREAM_K 128", "48x4000x4104:b_nk=1", "bf16"},
                                {"#define SKINNY_STREAM_K 64", "1x4096x4096:b_nk=1", "fp16"},
-                               {"", "64x14336x4096:b_nk=1", "fp16"}});
+                               {"#define SKINNY_WIDEST 64", "64x14336x4096:b_nk=1", "fp16"}});
 }
 
 // The wgmma form in clusters of two sharing A by TMA multicast (SKINNY_MULTICAST,

@@ -1,6 +1,7 @@
-// The cluster split's layout for decode matmuls (include/autokernel/skinny_plan.h): the height of
-// W's tiles and the blocks of a cluster sharing each, from the bytes each block brings in, every
-// block in one wave, and only clusters the device runs at once. 132 SMs, as on an H100 or H200.
+// The layouts of decode matmuls (include/autokernel/skinny_plan.h): the wgmma form's one-wave tile
+// width, and the cluster split's height of W's tiles and the blocks of a cluster sharing each, from
+// the bytes each block brings in, every block in one wave, and only clusters the device runs at
+// once. 132 SMs, as on an H100 or H200.
 #include <gtest/gtest.h>
 
 #include "autokernel/skinny_plan.h"
@@ -24,6 +25,27 @@ void expect_plan(const StagedPlan& got, int rows, int cluster, int chunk) {
   EXPECT_EQ(got.rows, rows);
   EXPECT_EQ(got.cluster, cluster);
   EXPECT_EQ(got.chunk, chunk);
+}
+
+TEST(SkinnyPlan, TheWgmmaFormTakesTheNarrowestTileThatMakesOneWave) {
+  // The 7B's decode shapes: 4096 columns in 128 tiles of 32, 8192 in 128 of 64, 11008 in 115 of
+  // 96 (64 would make 172), 14336 in 128 of 112, 16896 in 132 of 128.
+  EXPECT_EQ(one_wave_width(4096, kSms, 128), 32);
+  EXPECT_EQ(one_wave_width(8192, kSms, 128), 64);
+  EXPECT_EQ(one_wave_width(11008, kSms, 128), 96);
+  EXPECT_EQ(one_wave_width(14336, kSms, 128), 112);
+  EXPECT_EQ(one_wave_width(16896, kSms, 128), 128);
+  // Past one wave of the widest, and with the earlier rule's widest (64) past one wave of 64: none
+  // (the caller's stream-K or other forms).
+  EXPECT_EQ(one_wave_width(16897, kSms, 128), 0);
+  EXPECT_EQ(one_wave_width(32000, kSms, 128), 0);
+  EXPECT_EQ(one_wave_width(11008, kSms, 64), 0);
+  EXPECT_EQ(one_wave_width(8192, kSms, 64), 64);
+  // Half a wave or less of the narrowest leaves SMs idle that other forms use: none.
+  EXPECT_EQ(one_wave_width(2112, kSms, 128), 0);   // 66 tiles of 32
+  EXPECT_EQ(one_wave_width(2144, kSms, 128), 32);  // 67
+  // Another device's SM count moves the choice: 114 SMs take 11008 columns in tiles of 112.
+  EXPECT_EQ(one_wave_width(11008, 114, 128), 112);
 }
 
 TEST(SkinnyPlan, TallTilesSplitOverAClusterBringTheFewestBytesIntoEachBlock) {
