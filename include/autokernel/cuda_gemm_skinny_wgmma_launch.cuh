@@ -18,11 +18,13 @@ namespace ak_gemm::skinny_wgmma {
 // one wave, more than half of one (skinny_plan.h, one_wave_width; no K split). On the H200
 // (docs/benchmarks.md, twenty-eighth to thirtieth sessions) whole tiles of 32 beat the other forms
 // where they make one wave (64 x 4096 x 4096: 15.4 against 18.2 us, cuBLAS 14.4), as 64 did
-// (64 x 8192 x 4096: 22.8 against 26.9, cuBLAS 21.8). With widest 64 (the earlier rule), stream_k 1
-// takes stream-K at 64 where those tiles make one to two waves (64 x 11008 x 4096: 32.6 against
-// 35.6 us with whole tiles of 64, cuBLAS 26.8), stream_k 0 whole tiles of 64 up to one and a half
-// waves; elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there: 64 x 32000 x
-// 4096 77.8 against 72.4).
+// (64 x 8192 x 4096: 22.8 against 26.9, cuBLAS 21.8); on the H100 (thirty-fourth session) one wave
+// of 96 or 112 beat stream-K over tiles of 64 (64 x 11008 x 4096: 37.2 against 40.2 us, cuBLAS
+// 35.7; 64 x 14336 x 4096: 44.7 against 50.0, cuBLAS 45.3). With widest 64 (the earlier rule),
+// stream_k 1 takes stream-K at 64 where those tiles make one to two waves, stream_k 0 whole tiles
+// of 64 up to one and a half waves (with widest 128, every such N makes one wave of 128 or
+// narrower); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there:
+// 64 x 32000 x 4096 77.8 against 72.4).
 template <typename T>
 int launch_whole_tiles(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
                        int width) {

@@ -121,10 +121,14 @@
 //                     force that width from 17 rows, split-K as SPLIT_K says; 0 never. 64 x 4096 x
 //                     4096 15.4 against 18.2 us, 64 x 8192 x 4096 22.8 against 26.9 (cuBLAS 14.4,
 //                     21.8). Not a @tune.
-//   SKINNY_WIDEST     the widest tile SKINNY_WGMMA = 1 chooses: 64 (the default), stream-K past
-//                     one wave of those (SKINNY_STREAM_K); 128 takes one wave of tiles of 96, 112
-//                     or 128 rows of W there instead (64 x 11008 x 4096: 115 tiles of 96, each block
-//                     bringing in all of A beside its tile, none cut between blocks). Not a @tune.
+//   SKINNY_WIDEST     the widest tile SKINNY_WGMMA = 1 chooses. 128 (the default): where tiles
+//                     of 64 rows of W would make more than a wave, one wave of tiles of 96, 112 or
+//                     128 rows (64 x 11008 x 4096: 115 tiles of 96), each block bringing in all of A
+//                     beside its tile and none cut between blocks. On the H100 (docs/benchmarks.md,
+//                     thirty-fourth session) 64 x 11008 x 4096 37.2 against 40.2 us with stream-K at
+//                     64 (cuBLAS 35.7), 64 x 14336 x 4096 44.7 against 50.0 (45.3), 33 and 48 rows
+//                     of 11008 x 4096 36.9 and 37.3 against 39.4 and 39.6 (38.6, 38.1). 64: the
+//                     earlier rule, stream-K there (SKINNY_STREAM_K). Not a @tune.
 //   SKINNY_STREAM_K   1 (the default): where SKINNY_WGMMA = 1 chooses, no width up to SKINNY_WIDEST
 //                     makes one wave, and 64-row tiles make between one and two waves, stream-K at
 //                     64 rows of W a tile (an equal run of (tile, k-tile) iterations an SM, tiles cut between
@@ -247,7 +251,7 @@
 #define SKINNY_MULTICAST 0
 #endif
 #ifndef SKINNY_WIDEST
-#define SKINNY_WIDEST 64
+#define SKINNY_WIDEST 128
 #endif
 #ifndef SKINNY_CLUSTER
 #define SKINNY_CLUSTER 0
