@@ -52,9 +52,9 @@
 //                     M. Not a @tune: it changes nothing at the M of a prefill.
 //   SKINNY_MAX_M      the largest M the skinny form takes (at most 64).
 //   SKINNY_WIDEST     the widest tile of W (64 or 128 rows) its products take from 33 rows of A, as
-//                     matmul.cu's: 128 (the default) took 64 x 4096 x 11008 from 128.1 to 121.4 us on
-//                     the H100, PyTorch's 121.4 (docs/benchmarks.md, thirty-fourth session). Not a
-//                     @tune.
+//                     matmul.cu's: 128 (the default) took 64 x 4096 x 11008 from 128.1 to 121.4 us
+//                     on the H100, PyTorch's 121.4 (docs/benchmarks.md, thirty-fourth session).
+//                     Not a @tune.
 //
 // @tune BLOCK_M: 64, 128, 256
 // @tune BLOCK_N: 32, 64, 128
