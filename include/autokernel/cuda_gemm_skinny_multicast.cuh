@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // AK_ERR_UNSUPPORTED where the form does not apply (not Hopper code, 16 rows of A or fewer or
 // more than 64, operands TMA cannot read, no cluster of two fits). At most as many pairs at once
 // as the device runs clusters: more would put pairs in a second wave.
-template <typename T, int BN, int Stages>
+template <typename T, int BN, int Stages = kRingStages<BN>>
 int launch_multicast(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr auto kernel = skinny_multicast_kernel<T, BN, Stages>;
   constexpr int kSmemBytes = Layout<BN, Stages>::kSmemBytes;

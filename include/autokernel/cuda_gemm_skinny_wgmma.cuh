@@ -21,8 +21,9 @@
 //                   finished by its owner in-kernel (cuda_gemm_stream_k.cuh): no partial last
 //                   wave, no second kernel. Any M up to 64.
 //
-// Tuning (template): BN, 32, 64, 96, 112 or 128 rows of W a tile; Stages, the ring's depth (12,
-// 16, 20, 22 and 24 KB a stage; 16, 12, 9, 8 and 8 stages, about 192 KB). launch_skinny_wgmma
+// Tuning (template): BN, 32, 64, 96, 112 or 128 rows of W a tile (skinny::kWgmmaWidths); Stages,
+// the ring's depth, by default as many stages as about 192 KB hold (kRingStages: 12, 16, 20, 22
+// and 24 KB a stage; 16, 12, 9, 8 and 8 stages). launch_skinny_wgmma
 // (cuda_gemm_skinny_wgmma_launch.cuh) picks schedule and width.
 #pragma once
 
@@ -33,6 +34,7 @@
 #include "autokernel/cuda_gemm_sm90.cuh"
 #include "autokernel/cuda_gemm_stream_k.cuh"
 #include "autokernel/cuda_sm90.cuh"
+#include "autokernel/skinny_plan.h"
 
 namespace ak_gemm::skinny_wgmma {
 
@@ -40,9 +42,16 @@ using sm90::kBK;
 constexpr int kRowsA = 64, kThreads = 256, kConsumerWarps = 4;
 constexpr int kConsumerBarrier = 1;  // the consumer warpgroup's named barrier (sm90::warpgroup_sync(0))
 
+// The ring's depth at a width: as many stages of A's 64 rows and W's BN rows (64 k each) as about
+// 192 KB hold.
+template <int BN>
+constexpr int kRingStages = 192 * 1024 / ((kRowsA + BN) * kBK * 2);
+// The depths the H200 and H100 measured at 32, 64 and 128 (docs/benchmarks.md).
+static_assert(kRingStages<32> == 16 && kRingStages<64> == 12 && kRingStages<128> == 8);
+
 template <int BN, int Stages>
 struct Layout {
-  static_assert(BN == 32 || BN == 64 || BN == 96 || BN == 112 || BN == 128, "tiles of 32 to 128 rows of W");
+  static_assert(skinny::is_wgmma_width(BN), "tiles of one of skinny::kWgmmaWidths rows of W");
   static constexpr int kABytes = kRowsA * kBK * 2, kWBytes = BN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kWBytes;  // a multiple of the swizzle's 1024 bytes
   static constexpr int kSmemBytes = Stages * kStageBytes + 2 * Stages * 8 + 1024;
@@ -196,7 +205,7 @@ int with_kernel(const GemmProblem<T, 1>& p, Run&& run) {
 
 // Whole tiles over a persistent grid, from 17 rows of A (AK_ERR_UNSUPPORTED below). split_k as the
 // wgmma GEMM's: 0 splits K where W's tiles leave more than half the SMs idle, n > 1 forces n, 1 never.
-template <typename T, int BN, int Stages>
+template <typename T, int BN, int Stages = kRingStages<BN>>
 int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k) {
   if (p.m <= 16) return AK_ERR_UNSUPPORTED;
   return with_kernel<T, BN, Stages, Grid>(
@@ -212,7 +221,7 @@ int launch(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stre
 }
 
 // Stream-K (cuda_gemm_stream_k.cuh): an equal run of (tile, k-tile) iterations an SM, any M up to 64.
-template <typename T, int BN, int Stages>
+template <typename T, int BN, int Stages = kRingStages<BN>>
 int launch_stream_k(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   return with_kernel<T, BN, Stages, stream_k::Plan>(
       p, [&](auto kernel, const CUtensorMap& map_a, const CUtensorMap& map_w, int sms) {

@@ -4,11 +4,25 @@
 // (cuda_gemm_skinny_multicast.cuh); AK_ERR_UNSUPPORTED sends the call to the other skinny forms.
 #pragma once
 
+#include <iterator>
+#include <utility>
+
 #include "autokernel/cuda_gemm_skinny_multicast.cuh"
 #include "autokernel/cuda_gemm_skinny_wgmma.cuh"
 #include "autokernel/skinny_plan.h"
 
 namespace ak_gemm::skinny_wgmma {
+
+// Whole tiles of `width` rows of W, one of skinny::kWgmmaWidths (else AK_ERR_UNSUPPORTED).
+template <typename T, size_t... I>
+int launch_whole_tiles(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
+                       int width, std::index_sequence<I...>) {
+  int rc = AK_ERR_UNSUPPORTED;
+  (void)((width == skinny::kWgmmaWidths[I] &&
+          (rc = launch<T, skinny::kWgmmaWidths[I]>(p, store, stream, split_k), true)) ||
+         ...);
+  return rc;
+}
 
 // How the form takes a call: width 32 to 128 (kWgmmaWidths) forces whole tiles of that width from
 // 17 rows of A (split_k as launch's); stream_k 64 or 128 forces stream-K at that width (width then
@@ -26,39 +40,27 @@ namespace ak_gemm::skinny_wgmma {
 // narrower); elsewhere AK_ERR_UNSUPPORTED (the caller's other paths; stream-K lost there:
 // 64 x 32000 x 4096 77.8 against 72.4).
 template <typename T>
-int launch_whole_tiles(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
-                       int width) {
-  switch (width) {
-    case 32: return launch<T, 32, 16>(p, store, stream, split_k);
-    case 64: return launch<T, 64, 12>(p, store, stream, split_k);
-    case 96: return launch<T, 96, 9>(p, store, stream, split_k);
-    case 112: return launch<T, 112, 8>(p, store, stream, split_k);
-    case 128: return launch<T, 128, 8>(p, store, stream, split_k);
-    default: return AK_ERR_UNSUPPORTED;
-  }
-}
-
-template <typename T>
 int launch_skinny_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream, int split_k,
                         int width, int stream_k, int multicast, int widest) {
   if (stream_k > 1)
-    return stream_k == 128 ? launch_stream_k<T, 128, 8>(p, store, stream)
-                           : launch_stream_k<T, 64, 12>(p, store, stream);
+    return stream_k == 128 ? launch_stream_k<T, 128>(p, store, stream)
+                           : launch_stream_k<T, 64>(p, store, stream);
   if (width == 0) {
     if (p.m <= 32) return AK_ERR_UNSUPPORTED;
     const int64_t sms = device_attribute(cudaDevAttrMultiProcessorCount);
     const int64_t wide = (p.n + 63) / 64;
     width = skinny::one_wave_width(p.n, sms, widest);
     if (width == 0 && stream_k == 1 && wide > sms && wide <= 2 * sms)
-      return launch_stream_k<T, 64, 12>(p, store, stream);
+      return launch_stream_k<T, 64>(p, store, stream);
     if (width == 0 && stream_k == 0 && 2 * wide > sms && 2 * wide <= 3 * sms) width = 64;
     if (width == 0) return AK_ERR_UNSUPPORTED;
     if (split_k == 0) split_k = 1;
   }
   if (multicast != 0 && (width == 32 || width == 64))
-    return width == 32 ? launch_multicast<T, 32, 16>(p, store, stream)
-                       : launch_multicast<T, 64, 12>(p, store, stream);
-  return launch_whole_tiles(p, store, stream, split_k, width);
+    return width == 32 ? launch_multicast<T, 32>(p, store, stream)
+                       : launch_multicast<T, 64>(p, store, stream);
+  return launch_whole_tiles(p, store, stream, split_k, width,
+                            std::make_index_sequence<std::size(skinny::kWgmmaWidths)>{});
 }
 
 }  // namespace ak_gemm::skinny_wgmma

@@ -13,6 +13,12 @@ namespace ak_gemm::skinny {
 // The widths (rows of W a tile) the wgmma form is built for (cuda_gemm_skinny_wgmma.cuh).
 constexpr int kWgmmaWidths[] = {32, 64, 96, 112, 128};
 
+constexpr bool is_wgmma_width(int width) {
+  for (const int w : kWgmmaWidths)
+    if (w == width) return true;
+  return false;
+}
+
 // The wgmma form's width for n rows of W on sms SMs: the narrowest of kWgmmaWidths up to widest
 // whose tiles make one wave, and more than half of one (0: none does). Every block of the form
 // brings in all of A's rows beside its tile of W, so one wave of wider tiles brings in fewer bytes

@@ -46,6 +46,10 @@ TEST(SkinnyPlan, TheWgmmaFormTakesTheNarrowestTileThatMakesOneWave) {
   EXPECT_EQ(one_wave_width(2144, kSms, 128), 32);  // 67
   // Another device's SM count moves the choice: 114 SMs take 11008 columns in tiles of 112.
   EXPECT_EQ(one_wave_width(11008, 114, 128), 112);
+  // Every width it picks is one the form is built for.
+  for (const int width : kWgmmaWidths) EXPECT_TRUE(is_wgmma_width(width));
+  EXPECT_FALSE(is_wgmma_width(80));
+  EXPECT_FALSE(is_wgmma_width(0));
 }
 
 TEST(SkinnyPlan, TallTilesSplitOverAClusterBringTheFewestBytesIntoEachBlock) {
