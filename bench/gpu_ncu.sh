@@ -60,6 +60,12 @@ print(with_defaults(open(sys.argv[1]).read(), sys.argv[2].replace("+", " "), sys
       2>"$dir/$tag-ours-source.err" || ncu --import "$dir/$tag-ours.ncu-rep" --page source --csv \
       >"$dir/$tag-ours-source.csv" 2>>"$dir/$tag-ours-source.err"
     python3 bench/ncu_summary.py --hot "$NCU_HOT" "$dir/$tag-ours-source.csv" >"$dir/$tag-hot.txt" 2>&1
+    # PyTorch's too (SASS only), to set the two kernels' instruction mixes side by side.
+    ncu --import "$dir/$tag-torch.ncu-rep" --page source --csv --print-source sass >"$dir/$tag-torch-source.csv" \
+      2>"$dir/$tag-torch-source.err"
+    python3 bench/ncu_summary.py --mix "ours=$dir/$tag-ours-source.csv" "torch=$dir/$tag-torch-source.csv" \
+      >"$dir/$tag-mix.txt" 2>&1
+    summaries+=("$dir/$tag-mix.txt")
     summaries+=("$dir/$tag-hot.txt")
   fi
   python3 bench/ncu_summary.py "ours=$dir/$tag-ours.ncu-rep" "torch=$dir/$tag-torch.ncu-rep" >"$dir/$tag.txt" 2>&1

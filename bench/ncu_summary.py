@@ -4,12 +4,16 @@
 
     python3 bench/ncu_summary.py ours=matmul-ours.ncu-rep cublas=matmul-torch.ncu-rep
     python3 bench/ncu_summary.py --hot 25 source.csv   # from `ncu --import R --page source --csv`
+    python3 bench/ncu_summary.py --mix ours=ours-source.csv cudnn=torch-source.csv
 
 Rows: time and SM clock; launch shape; throughput of SM, L2, DRAM as % of peak; tensor-pipe
-activity; achieved occupancy and issue activity; the spread of active cycles across SMs (a tail
+activity; achieved occupancy, issue activity, instructions executed and the busiest
+non-tensor pipes; the spread of active cycles across SMs (a tail
 or imbalance shows as avg < max); and the largest warp-stall reasons (cycles per issued
 instruction), so that a gap between two kernels can be read off counters, not guessed. With --hot,
-the instructions of a source page export where the most warp-stall samples fell.
+the instructions of a source page export where the most warp-stall samples fell; with --mix, the
+warp instructions executed per SASS opcode of each export, side by side (where one kernel spends
+instructions the other does not).
 """
 import csv
 import io
@@ -34,6 +38,10 @@ FIXED = [
     ("L1/shared throughput %", "l1tex__throughput.avg.pct_of_peak_sustained_active", 1),
     ("achieved occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
     ("issue slots busy %", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
+    ("warp instructions (M)", "smsp__inst_executed.sum", 1e-6),
+    ("XU pipe % (exp2, conversions)", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1),
+    ("FMA pipe %", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("ALU pipe %", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active", 1),
     ("SM active cycles avg", "sm__cycles_active.avg", 1),
     ("SM active cycles max", "sm__cycles_active.max", 1),
     ("elapsed cycles", "sm__cycles_elapsed.max", 1),
@@ -81,9 +89,45 @@ def hot(count, path):
         print(f"{100 * value(r) / total:6.2f}%  {r[0][:10]:10s} {r[source][:110]}")
 
 
+def source_rows(path):
+    """The header and instruction rows of a source page export (the header is the row naming Source)."""
+    rows = list(csv.reader(open(path)))
+    start = next((i for i, r in enumerate(rows) if any(c.strip() == "Source" for c in r)), None)
+    if start is None:
+        raise SystemExit(f"ncu_summary.py: no Source column in {path}")
+    return rows[start], rows[start + 1:]
+
+
+def opcode_counts(path):
+    header, data = source_rows(path)
+    source = next(i for i, c in enumerate(header) if c.strip() == "Source")
+    executed = next((i for i, c in enumerate(header) if c.strip() in ("Instructions Executed",
+                                                                      "Warp Instructions Executed")), None)
+    if executed is None:
+        raise SystemExit(f"ncu_summary.py: no instructions-executed column in {path}")
+    counts = {}
+    for r in data:
+        words = [w for w in r[source].split() if not w.startswith("@")] if len(r) > executed else []
+        if words:
+            op = words[0].rstrip(";")
+            counts[op] = counts.get(op, 0) + (number(r[executed], "") or 0)
+    return counts
+
+
+def mix(args):
+    columns = [(label, opcode_counts(path)) for label, _, path in (a.partition("=") for a in args)]
+    ops = sorted({op for _, c in columns for op in c}, key=lambda op: -max(c.get(op, 0) for _, c in columns))
+    print(f"{'opcode':24s} | " + " | ".join(f"{label + ' (M)':>14s}" for label, _ in columns))
+    for op in ops + ["total"]:
+        cells = [sum(c.values()) if op == "total" else c.get(op, 0) for _, c in columns]
+        print(f"{op:24s} | " + " | ".join(f"{v / 1e6:14.3f}" for v in cells))
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--hot":
         return hot(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--mix":
+        return mix(sys.argv[2:])
     if len(sys.argv) < 2:
         raise SystemExit("usage: ncu_summary.py LABEL=REPORT.ncu-rep [LABEL=REPORT.ncu-rep ...]")
     columns = []
