@@ -3,9 +3,9 @@
 
 Every shape of the operator in the shipped H100 profiles (python/autokernel/profiles/*nvidia*.json)
 plus --extra-shapes, fp16 (and bf16 where --dtypes says). Each configuration ("NAME=VALUE ..." of
-the CUDA starter's tuning parameters) is built and passed through every stage once by
-`autokernel bench --quick` (all compiled in parallel first, then checked one at a time so that
-no check is timed beside another); its module is then loaded here (the kernel ABI, as compare.py
+the CUDA starter's tuning parameters) is built and checked once by `autokernel bench --quick`
+(the smoke problem and the timed one, not the five stages; all compiled in parallel first, then
+checked one at a time so that no check is timed beside another); its module is then loaded here (the kernel ABI, as compare.py
 does), its output on each shape checked against PyTorch in fp32, and timed by compare.py's method
 (L2 flushed by a read, the stream kept busy while enqueuing, events, median) beside PyTorch's call
 (cuBLAS for matmul; three matmuls and the SiLU product for fused_mlp; SDPA for attention, with

@@ -22,18 +22,18 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
     const Work<Spread, Keys> w(p, item);
     const int kv_h = w.h / p.group;
     // A fresh barrier counts its previous phase as done.
-    mbar_wait(bar.q.empty(round), bar.q.phase(round) ^ 1);
+    mbar_wait_suspended(bar.q.empty(round), bar.q.phase(round) ^ 1);
     mbar_arrive_expect_tx(bar.q.full(round), L::kQBytes);
     const uint32_t q = smem + (round % L::kQBuffers) * L::kQBytes;
     for (int dh = 0; dh < L::kSlabs; ++dh)
       tma_load_4d(q + dh * kSlabBytes, mq, dh * 64, w.m0, w.h, w.b, bar.q.full(round));
     for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
-      mbar_wait(bar.k.empty(slot), bar.k.phase(slot) ^ 1);
+      mbar_wait_suspended(bar.k.empty(slot), bar.k.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.k.full(slot), L::kKBytes);
       const uint32_t k = smem + L::k_at(slot);
       for (int dh = 0; dh < L::kSlabs; ++dh)
         tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.k.full(slot));
-      mbar_wait(bar.v.empty(slot), bar.v.phase(slot) ^ 1);
+      mbar_wait_suspended(bar.v.empty(slot), bar.v.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.v.full(slot), L::kVBytes);
       const uint32_t v = smem + L::v_at(slot);
       for (int kh = 0; kh < Keys / L::kVBoxKeys; ++kh)
@@ -51,7 +51,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
 // Per key tile t the warpgroup issues S(t + 1) = Q K(t + 1)^T, rescales O while that runs, issues
 // O += P(t) V(t), and runs the softmax of S(t + 1) while P(t) V(t) is still in the tensor cores;
 // P(t + 1) replaces P(t) in registers once that group has completed (FlashAttention-3's order).
-template <typename T, int D, int Keys>
+template <typename T, int D, int Keys, bool Lazy>
 struct Consumer {
   using L = Layout<D, Keys>;
   static constexpr int kGroups = Keys / 8;  // 8-column groups of a score tile
@@ -61,15 +61,16 @@ struct Consumer {
   float rescale[2];           // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
 
-  // Masks, folds the tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
+  // Masks (with Mask: keys past the sequence and, causal, past each row's diagonal), folds the
+  // tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
   // scale is folded into the exponent's FFMA (scale_log2 > 0, so the raw maximum is the maximum).
   // The row maxima and sums are trees over both rows at once, not chains of 32 dependent
-  // instructions per row: the softmax is serial with this warpgroup's matrix products, and
+  // instructions per row: the softmax is on each warpgroup's critical path, and
   // Nsight Compute put its dependency stalls at 1.4 per issued instruction against cuDNN's 0.9.
-  __device__ __forceinline__ void softmax(float (&s)[Keys / 2], const Problem& p, bool mask, int n0,
-                                          int first_row) {
+  template <bool Mask>
+  __device__ __forceinline__ void softmax(float (&s)[Keys / 2], const Problem& p, int n0, int first_row) {
     const int g = lane / 4, t = lane % 4;
-    if (mask) {
+    if constexpr (Mask) {
 #pragma unroll
       for (int i = 0; i < Keys / 2; ++i) {
         const int key = n0 + 8 * (i / 4) + 2 * t + (i & 1), row = first_row + g + 8 * ((i / 2) & 1);
@@ -93,8 +94,8 @@ struct Consumer {
     for (int r = 0; r < 2; ++r) {
       const float tile_max = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
       const float row_max = ak_cuda::quad_max(tile_max) * p.scale_log2;
-      rescale[r] = kLazyRescale ? rows[r].update_lazy(row_max, kLazyLog2, shift[r])
-                                : rows[r].update(row_max, shift[r]);
+      rescale[r] =
+          Lazy ? rows[r].update_lazy(row_max, kLazyLog2, shift[r]) : rows[r].update(row_max, shift[r]);
     }
 #pragma unroll
     for (int i = 0; i < Keys / 2; ++i)
@@ -115,7 +116,7 @@ struct Consumer {
   // O *= rescale, with no P V in flight (the S group in flight does not touch O). Lazily, a warp
   // skips it when no row of its 16 changed its maximum (the vote keeps the branch warp-uniform).
   __device__ __forceinline__ void rescale_o() {
-    if (kLazyRescale && !__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
+    if (Lazy && !__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= rescale[(i / 2) & 1];
   }
@@ -187,6 +188,10 @@ struct Consumer {
       if (lane == 0) mbar_arrive(ring.empty(slot0 + tile));
     };
     const auto masked = [&](int n0) { return n0 + Keys > p.seq || (p.causal && n0 + Keys - 1 > wg_first); };
+    // Tiles [0, plain) need no mask: they end within the sequence and, causal, at or before every
+    // row's diagonal. Their softmax is compiled without the masking branch: with it, ptxas moved
+    // the wait for P V above the softmax, so that the two no longer overlapped.
+    const int plain = p.causal ? min(p.seq / Keys, (wg_first + 1) / Keys) : p.seq / Keys;
     float s[Keys / 2];
     // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
     // serializing the asynchronous groups.
@@ -199,10 +204,13 @@ struct Consumer {
     wgmma_wait<0>();
     settle(s);
     release(bar.k, 0);
-    softmax(s, p, masked(0), 0, first_row);
+    if (masked(0))
+      softmax<true>(s, p, 0, first_row);
+    else
+      softmax<false>(s, p, 0, first_row);
     take(s);
-#pragma unroll 1
-    for (int tile = 0; tile + 1 < active; ++tile) {
+    // S(tile + 1) and P(tile) V(tile) in flight together; the softmax of S(tile + 1) under P V.
+    const auto step = [&](int tile, auto mask) {
       const int n1 = (tile + 1) * Keys;
       wait_full(bar.k, tile + 1);
       wait_full(bar.v, tile);
@@ -216,12 +224,17 @@ struct Consumer {
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
       settle(s);
       release(bar.k, tile + 1);
-      softmax(s, p, masked(n1), n1, first_row);
+      softmax<decltype(mask)::value>(s, p, n1, first_row);
       wgmma_wait<0>();
       settle_pv();
       release(bar.v, tile);
       take(s);
-    }
+    };
+    int tile = 0;
+#pragma unroll 1
+    for (; tile + 1 < min(plain, active); ++tile) step(tile, std::false_type{});
+#pragma unroll 1
+    for (; tile + 1 < active; ++tile) step(tile, std::true_type{});
     wait_full(bar.v, active - 1);
     await_turn();
     rescale_o();
@@ -278,7 +291,7 @@ struct Consumer {
   }
 };
 
-template <typename T, int D, bool Spread, int Keys>
+template <typename T, int D, bool Spread, int Keys, bool Lazy>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
@@ -292,8 +305,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   const auto producer = [&] { produce<D, Keys, Spread>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups<L::kProducerRegs, L::kConsumerRegs>(init, producer, [&](int consumer) {
-    Consumer<T, D, Keys> w;
-    w.c = consumer;
+    Consumer<T, D, Keys, Lazy> w;
+    // Broadcast so that the compiler knows it is warp-uniform: the shared-memory addresses and
+    // descriptors derived from it then stay in uniform registers, not recomputed per thread and
+    // moved over (R2UR) before every wgmma.
+    w.c = __shfl_sync(0xffffffffu, consumer, 0);
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
     w.template run_items<Spread>(smem, bar, p, out);
@@ -301,6 +317,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
   __trap();
 #endif
+}
+
+// The kernel for a call's schedule: spread (Balance) is for causal calls, whose tiles are kKeys wide.
+template <typename T, int D, int Keys, bool Lazy>
+auto kernel_for(bool spread) {
+  auto kernel = attention_wgmma<T, D, false, Keys, Lazy>;
+  if constexpr (kBalance && Keys == kKeys)
+    if (spread) kernel = attention_wgmma<T, D, true, Keys, Lazy>;
+  return kernel;
 }
 
 // The wgmma variant with key tiles of Keys keys; AK_ERR_UNSUPPORTED when this device or these
@@ -327,9 +352,9 @@ int launch_tiles(const ak_call* call, Problem p) {
   const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
   const bool spread =
       kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
-  auto kernel = attention_wgmma<T, D, false, Keys>;
-  if constexpr (kBalance && Keys == kKeys)  // spread is for causal calls, whose tiles are kKeys wide
-    if (spread) kernel = attention_wgmma<T, D, true, Keys>;
+  auto kernel = kernel_for<T, D, Keys, kLazyRescale == 1>(spread);
+  if constexpr (kLazyRescale == 2)
+    if (p.seq >= kLazyFromKeys) kernel = kernel_for<T, D, Keys, true>(spread);
   if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
   const int blocks =

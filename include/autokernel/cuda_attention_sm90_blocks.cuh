@@ -112,9 +112,12 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 // Lazy rescale (1): a row keeps its running maximum until a tile's exceeds it by more than
 // kLazyLog2 (base 2): that tile's exponentials are then at most 2^kLazyLog2, well within fp32 and
 // the 16-bit P, and O is not rescaled (the factor is exactly 1), which is what most tiles after
-// the first few need. 0: the maximum is updated on every tile and O rescaled with it.
+// the first few need. 0: the maximum is updated on every tile and O rescaled with it. 2: lazy for
+// calls of at least kLazyFromKeys keys, where a row walks enough tiles for the skipped rescales
+// to pay for the vote that skips them (H100: 2-7% faster at 2048 and 4096 keys, up to 3% slower
+// at 512; docs/benchmarks.md, 2026-12-06).
 #ifndef AK_ATTENTION_LAZY_RESCALE
-#define AK_ATTENTION_LAZY_RESCALE 0
+#define AK_ATTENTION_LAZY_RESCALE 2
 #endif
 // Balance (1): causal calls whose K and V fit twice in L2 take their query tiles heaviest first
 // across all heads, dealt to the blocks back and forth (Work, for_each_item); 0, and every other
@@ -126,7 +129,9 @@ constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_S
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
-constexpr bool kLazyRescale = AK_ATTENTION_LAZY_RESCALE != 0, kBalance = AK_ATTENTION_BALANCE != 0;
+constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
+static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
+constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head

@@ -174,17 +174,40 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Waits until the phase with this parity has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+// One try at the phase with this parity: whether it has completed. Suspended, the try asks the
+// hardware to suspend the thread until the phase completes (a hint of 10 ms; the phase's
+// completion wakes it), where a plain try gives up after a short time of the hardware's choosing.
+template <bool Suspended>
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
-  do {
+  if constexpr (Suspended)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n selp.u32 %0, 1, "
+        "0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity), "r"(10000000u)
+        : "memory");
+  else
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, "
         "p;\n}\n"
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-  } while (!done);
+  return done != 0;
+}
+// Waits until the phase with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  while (!mbar_try_wait<false>(bar, parity)) {
+  }
+}
+// mbar_wait for a thread that has nothing else to do meanwhile (a producer), suspended between
+// tries: the attention producer's plain tries, about 240 a wait, took 10% of the kernel's issue
+// slots on the scheduler it shares with consumer warps (Nsight Compute, docs/benchmarks.md,
+// 2026-12-06).
+__device__ __forceinline__ void mbar_wait_suspended(uint32_t bar, uint32_t parity) {
+  while (!mbar_try_wait<true>(bar, parity)) {
+  }
 }
 
 // Box (x = column, y = row) of `map` into shared memory, completing on `bar`.

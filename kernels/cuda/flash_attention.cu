@@ -24,7 +24,8 @@
 //         non-causal calls) with TMA into two STAGES-deep mbarrier rings (K handed back once its
 //         scores are done, V once P V is), two consumer warpgroups of 64 rows run S = Q K^T and O += P V
 //         on wgmma (P from registers), the softmax of one tile overlapping the P V of the one
-//         before. include/autokernel/cuda_attention_sm90.cuh.
+//         before (for the tiles that need no mask, whose loop has no masking branch: with one,
+//         ptxas placed the wait for P V ahead of the softmax). include/autokernel/cuda_attention_sm90.cuh.
 //   simt  everything else (fp32, other D, unaligned views): 32 query rows and 32 keys per step in
 //         fp32 shared-memory tiles, 4 threads per query row, plain FMAs.
 //         include/autokernel/cuda_attention_simt.cuh (with the arguments every variant takes).
@@ -43,8 +44,10 @@
 //            and K/V while the last one's output is stored (0: one block per tile, or causal pair)
 //   LAZY_RESCALE wgmma only, 1: a row's running maximum moves only when a tile's exceeds it by
 //            more than 8 (base 2), so that most tiles leave O unscaled (exact: one maximum is
-//            subtracted throughout, and the exponentials stay below 2^8); on an H200, 1-3% faster
-//            at 4x32x4096x128 non-causal, 5% slower at 512 tokens (docs/benchmarks.md)
+//            subtracted throughout, and the exponentials stay below 2^8); 2 (the default): so for
+//            calls of 2048 keys or more, the others as 0. On the H100 lazy was 2.5-7% faster at
+//            4x32x4096x128, 2% at 1x32x2048x128 causal, up to 3% slower at 512 keys
+//            (docs/benchmarks.md, 2026-12-06)
 //   KEYS     wgmma only: keys per K/V tile of non-causal calls, 128 or 176 (causal calls take
 //            128, which covers both warpgroups' diagonals); a wider tile spends the per-tile
 //            work (barriers, row maxima and sums, O's rescale) on more keys, as
@@ -71,7 +74,7 @@
 // @require PINGPONG == 0 || PATH == 1
 // @tune PERSISTENT: 0, 1
 // @require PERSISTENT == 0 || PATH == 1
-// @tune LAZY_RESCALE: 0, 1
+// @tune LAZY_RESCALE: 0, 1, 2
 // @require LAZY_RESCALE == 0 || PATH == 1
 // @tune BALANCE: 0, 1
 // @require BALANCE == 0 || PATH == 1
@@ -96,7 +99,7 @@
 #define PERSISTENT 1
 #endif
 #ifndef LAZY_RESCALE
-#define LAZY_RESCALE 0
+#define LAZY_RESCALE 2
 #endif
 #ifndef BALANCE
 #define BALANCE 1

@@ -339,7 +339,8 @@ TEST_F(CudaHarness, FusedMlpSkinnyDecodePassesEveryStageAndBeatsTheTiles) {
 // fourth configuration keeps each row's maximum lazily (O rescaled only when it grows by more than
 // 2^8); the fifth runs causal calls head by head in pairs, where the others deal them heaviest
 // first across heads (BALANCE: every causal shape here fits in L2); the last takes 3 stages, and
-// at D = 128 one Q buffer.
+// at D = 128 one Q buffer. The last shape has 2100 keys: the defaults rescale lazily from 2048
+// (LAZY_RESCALE 2), and its ragged last tile runs in the masked loop after the unmasked one.
 TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAndPersistence) {
   for (const std::string config :
        {"#define PINGPONG 0\n#define PERSISTENT 1", "#define PINGPONG 1\n#define PERSISTENT 0",
@@ -347,7 +348,8 @@ TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAnd
         "#define STAGES 3"})
     for (const std::string shape :
          {"2x4x300x128:causal=1", "1x8x520x128:causal=0,kv_heads=2", "2x12x512x64:causal=1",
-          "1x8x520x64:causal=0,kv_heads=2", "4x16x1000x64:causal=1,kv_heads=4", "2x16x1100x128:causal=0"}) {
+          "1x8x520x64:causal=0,kv_heads=2", "4x16x1000x64:causal=1,kv_heads=4", "2x16x1100x128:causal=0",
+          "1x4x2100x128:causal=0"}) {
       const auto j =
           bench(starter_with("flash_attention", config), "flash_attention", shape, {"--dtype", "bf16"});
       EXPECT_EQ(j.value("status", ""), "PASS") << config << ", " << shape << "\n" << j.dump(2);

@@ -127,10 +127,10 @@ class TransformersClasses(AppliedModelCase):
         # outputs: rotary and attention take them so (bshd), copying none, and attention's output
         # comes in that layout, whose transpose back is free. Inductor must give the ops the strides
         # the graph was traced with, or their outputs' layout would not be the one compiled for.
-        default = {p for kernel in kernels_for(build_model("llama"), self.ids) for p, _ in kernel.problems}
-        self.assertEqual([p for p in default if "bshd" in p], [])  # copies, unless AUTOKERNEL_VIEWS=1
-        with mock.patch.dict(os.environ, {"AUTOKERNEL_VIEWS": "1"}):
-            model, expected = self.applied("llama")
+        with mock.patch.dict(os.environ, {"AUTOKERNEL_VIEWS": "0"}):  # copies, as before the views
+            copied = {p for kernel in kernels_for(build_model("llama"), self.ids) for p, _ in kernel.problems}
+        self.assertEqual([p for p in copied if "bshd" in p], [])
+        model, expected = self.applied("llama")  # the default: the views
         problems = {p for kernel in self.kernels for p, _ in kernel.problems}
         self.assertIn("2x4x16x16:bshd=1,causal=1,kv_heads=2", problems)
         self.assertIn("2x4x16x16:bshd=1", problems)  # q's rotary
