@@ -12,6 +12,7 @@ kernel file with that configuration written in as its defaults is built and chec
 """
 import json
 import math
+import os
 import pathlib
 import re
 import subprocess
@@ -85,18 +86,28 @@ def tuned_module(ak, backend, op, shape, dtype, budget):
 def checked_module(ak, backend, op, config, shape, dtype):
     """(module path, None) of the starter with `config` ("NAME=VALUE ...") written in as its
     defaults, built and passed by `autokernel bench --quick` on `shape`; (None, why) otherwise.
-    A `file=PATH` item in the config takes that kernel file instead of the starter (a baseline
-    kept from an earlier tree, for A/B columns in one process)."""
-    kernel = kernel_path(backend, op)
-    files = [item.split("=", 1)[1] for item in config.split() if item.startswith("file=")]
-    if files:
-        kernel = pathlib.Path(files[0])
-        config = " ".join(item for item in config.split() if not item.startswith("file="))
+    A `file=PATH` item in the config takes that kernel file instead of the starter. A `home=DIR`
+    item takes the starter and the headers of an earlier tree, DIR holding its include/ and
+    kernels/ (a baseline for A/B columns in one process), e.g. made by
+        mkdir -p .carry/rev-f183dc1 && git archive f183dc1 include kernels | tar -x -C .carry/rev-f183dc1
+    The engine builds it with DIR as its home (AUTOKERNEL_HOME), so the kernel includes DIR's
+    headers. A file with its headers pasted in would not do: the lint refuses what some of them
+    hold (a std::thread in cuda_kernel.cuh's workspace map)."""
+    kernel, env = kernel_path(backend, op), None
+    items = dict(item.split("=", 1) for item in config.split() if item.startswith(("file=", "home=")))
+    if "home" in items:
+        home = pathlib.Path(items["home"]).resolve()
+        kernel, env = home / kernel.relative_to(ROOT), dict(os.environ, AUTOKERNEL_HOME=str(home))
+        if not (home / "include" / "autokernel").is_dir():
+            return None, f"home={items['home']}: no include/autokernel there"
+    if "file" in items:
+        kernel = pathlib.Path(items["file"])
+    config = " ".join(item for item in config.split() if not item.startswith(("file=", "home=")))
     with tempfile.TemporaryDirectory() as tmp:
         configured = pathlib.Path(tmp) / kernel.name
         configured.write_text(with_defaults(kernel.read_text(), config, backend))
         run = subprocess.run([ak, "bench", str(configured), "--op", op, "--shape", shape, "--dtype", dtype, "--quick",
-                              "--json"], capture_output=True, text=True)
+                              "--json"], capture_output=True, text=True, env=env)
     checked = _json_of(run)
     if not checked or checked.get("status") != "PASS" or not checked.get("module"):
         reason = (checked or {}).get("reason") or (run.stdout + run.stderr).strip()[-160:]

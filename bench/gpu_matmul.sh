@@ -11,7 +11,11 @@
 # MATMUL_EXTRA_SHAPES=1x4096x4096,... (FUSED_MLP_, FLASH_ATTENTION_) replaces the standard problems
 # added to the model shapes (matmul_shapes.py --extra-shapes); NO_MODEL_SHAPES=1 times those alone.
 # B_NK=1 holds every matmul's B as a Linear's [N, K] weight (problem b_nk=1), as models call it.
+# A configuration's home=DIR item takes an earlier tree's starter and headers (DIR holding its
+# include/ and kernels/, e.g. from `git archive REV include kernels` into .carry/rev-REV), for a
+# baseline column beside the current tree's (bench/compare_ours.py, checked_module).
 #   OPS=matmul MATMUL_CONFIGS=";TMA_STORE=0;TMA_STORE=1 STAGES=3" DTYPES=fp16,bf16 bash bench/gpu_matmul.sh
+#   OPS=flash_attention FLASH_ATTENTION_CONFIGS="home=.carry/rev-f183dc1;" bash bench/gpu_matmul.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
