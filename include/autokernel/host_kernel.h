@@ -250,26 +250,31 @@ inline bool counts_match(const ak_call* call, int n_inputs, int n_outputs, int n
          call->n_outputs == n_outputs && call->n_scalars == n_scalars;
 }
 
-// The call has exactly these counts and every tensor is usable_rows.
-inline bool valid_rows_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
+// The call has exactly these counts and `accepts(tensor, index)` holds for every tensor: inputs
+// by their index, outputs by n_inputs + theirs.
+template <class Accepts>
+bool valid_call_where(const ak_call* call, int n_inputs, int n_outputs, int n_scalars, Accepts accepts) {
   if (!counts_match(call, n_inputs, n_outputs, n_scalars)) return false;
   for (int i = 0; i < n_inputs; ++i)
-    if (!usable_rows(call->inputs[i])) return false;
+    if (!accepts(call->inputs[i], i)) return false;
   for (int i = 0; i < n_outputs; ++i)
-    if (!usable_rows(call->outputs[i])) return false;
+    if (!accepts(call->outputs[i], n_inputs + i)) return false;
   return true;
+}
+
+// The call has exactly these counts and every tensor is usable_rows.
+inline bool valid_rows_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars) {
+  return valid_call_where(call, n_inputs, n_outputs, n_scalars,
+                          [](const ak_tensor& t, int) { return usable_rows(t); });
 }
 
 // The call has exactly these counts and every tensor is usable; input `transposable` (if any)
 // may instead be usable_transposed.
 inline bool valid_call(const ak_call* call, int n_inputs, int n_outputs, int n_scalars,
                        int transposable = -1) {
-  if (!counts_match(call, n_inputs, n_outputs, n_scalars)) return false;
-  for (int i = 0; i < n_inputs; ++i)
-    if (!usable(call->inputs[i]) && !(i == transposable && usable_transposed(call->inputs[i]))) return false;
-  for (int i = 0; i < n_outputs; ++i)
-    if (!usable(call->outputs[i])) return false;
-  return true;
+  return valid_call_where(call, n_inputs, n_outputs, n_scalars, [&](const ak_tensor& t, int i) {
+    return usable(t) || (i == transposable && i < n_inputs && usable_transposed(t));
+  });
 }
 
 inline bool has_shape(const ak_tensor& t, std::initializer_list<int64_t> shape) {
