@@ -94,7 +94,9 @@ def checked_module(ak, backend, op, config, shape, dtype):
     headers. A file with its headers pasted in would not do: the lint refuses what some of them
     hold (a std::thread in cuda_kernel.cuh's workspace map)."""
     kernel, env = kernel_path(backend, op), None
-    items = dict(item.split("=", 1) for item in config.split() if item.startswith(("file=", "home=")))
+    where = ("file=", "home=")
+    items = dict(item.split("=", 1) for item in config.split() if item.startswith(where))
+    config = " ".join(item for item in config.split() if not item.startswith(where))
     if "home" in items:
         home = pathlib.Path(items["home"]).resolve()
         kernel, env = home / kernel.relative_to(ROOT), dict(os.environ, AUTOKERNEL_HOME=str(home))
@@ -102,7 +104,6 @@ def checked_module(ak, backend, op, config, shape, dtype):
             return None, f"home={items['home']}: no include/autokernel there"
     if "file" in items:
         kernel = pathlib.Path(items["file"])
-    config = " ".join(item for item in config.split() if not item.startswith(("file=", "home=")))
     with tempfile.TemporaryDirectory() as tmp:
         configured = pathlib.Path(tmp) / kernel.name
         configured.write_text(with_defaults(kernel.read_text(), config, backend))

@@ -73,34 +73,32 @@ def longest_kernel(report):
     return max(kernels, key=lambda k: duration(k) or 0), kernels
 
 
-def hot(count, path):
-    rows = list(csv.reader(open(path)))
-    start = next((i for i, r in enumerate(rows) if any("Sampling" in c for c in r)), None)
-    if start is None:
-        raise SystemExit(f"ncu_summary.py: no stall-sampling column in {path}")
-    header, data = rows[start], rows[start + 1:]
-    sampling = [i for i, c in enumerate(header) if "Sampling" in c]
-    samples = next((i for i in sampling if "All" in header[i]), sampling[0])
-    source = next((i for i, c in enumerate(header) if c.strip() == "Source"), 1)
-    value = lambda r: number(r[samples], "") or 0 if len(r) > samples else 0
-    total = sum(value(r) for r in data) or 1
-    print(f"top {count} of {len(data)} instructions by '{header[samples]}' ({total:.0f} samples)")
-    for r in sorted(data, key=value, reverse=True)[:count]:
-        print(f"{100 * value(r) / total:6.2f}%  {r[0][:10]:10s} {r[source][:110]}")
-
-
 def source_rows(path):
-    """The header and instruction rows of a source page export (the header is the row naming Source)."""
+    """A source page export's header row (the one naming Source), its instruction rows and the
+    Source column's index."""
     rows = list(csv.reader(open(path)))
     start = next((i for i, r in enumerate(rows) if any(c.strip() == "Source" for c in r)), None)
     if start is None:
         raise SystemExit(f"ncu_summary.py: no Source column in {path}")
-    return rows[start], rows[start + 1:]
+    header = rows[start]
+    return header, rows[start + 1:], next(i for i, c in enumerate(header) if c.strip() == "Source")
+
+
+def hot(count, path):
+    header, data, source = source_rows(path)
+    sampling = [i for i, c in enumerate(header) if "Sampling" in c]
+    if not sampling:
+        raise SystemExit(f"ncu_summary.py: no stall-sampling column in {path}")
+    samples = next((i for i in sampling if "All" in header[i]), sampling[0])
+    value = lambda r: number(r[samples], "") or 0 if len(r) > samples else 0
+    total = sum(value(r) for r in data) or 1
+    print(f"top {count} of {len(data)} instructions by '{header[samples]}' ({total:.0f} samples)")
+    for r in sorted(data, key=value, reverse=True)[:count]:  # addresses differ in their last digits
+        print(f"{100 * value(r) / total:6.2f}%  {r[0][-6:]:6s} {r[source][:110]}")
 
 
 def opcode_counts(path):
-    header, data = source_rows(path)
-    source = next(i for i, c in enumerate(header) if c.strip() == "Source")
+    header, data, source = source_rows(path)
     executed = next((i for i, c in enumerate(header) if c.strip() in ("Instructions Executed",
                                                                       "Warp Instructions Executed")), None)
     if executed is None:
