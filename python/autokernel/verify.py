@@ -8,8 +8,10 @@ The C++ side builds the kernel modules and lists them in kernels.json (those tha
 harness are the candidates), reads verify.json, prints the table and picks the exit code.
 """
 import json
+import os
 import pathlib
 import statistics
+import tempfile
 from dataclasses import dataclass
 
 import torch
@@ -156,8 +158,15 @@ def verify(args, progress):
     if not profile_path.is_file():
         raise BridgeError(f"no {profile_path}: run `autokernel profile` first")
     model = json.loads(profile_path.read_text())["model"]
+    if args.confine and not (args.scratch and args.caches):
+        raise BridgeError("--confine needs --scratch and --caches")
+    if args.confine:
+        _private_directories(args)
     loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"], args.device,
                           model.get("seed", 0))
+    custom_ops.define()  # (its native code built, or loaded, before any kernel is in reach)
+    if args.confine:
+        _confine(args, loaded.device)
     try:
         registered, entries, not_loaded = manifest.load(args.kernels)
     except manifest.ManifestError as e:
@@ -166,7 +175,6 @@ def verify(args, progress):
     gpu = loaded.device.type == "cuda"
     modes, decide_modes = _modes(args, gpu)
     decide_mode = decide_modes[0]
-    custom_ops.define()
     implementation = "C++" if TABLE.native is not None else "Python (no native kernels)"
     progress(f"verifying {model['spec']} with {len(candidates)} candidate kernels on {loaded.device}; "
              f"plugging decided in mode {', '.join(decide_modes)}; modes: eager{''.join(', ' + m for m in modes)}; "
@@ -208,6 +216,35 @@ def verify(args, progress):
     return 0
 
 
+# Where the compilers keep what they build, beneath --caches: the only caches this process writes
+CACHE_VARIABLES = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton", "CUDA_CACHE_PATH": "nv",
+                   "PYTORCH_KERNEL_CACHE_PATH": "torch-kernels"}
+
+
+def _private_directories(args):
+    """The temporary files and the compilers' caches in the directories the confinement leaves
+    writable (set before the model loads: CUDA reads its cache's path when it starts)."""
+    os.environ["TMPDIR"] = args.scratch
+    tempfile.tempdir = None
+    for variable, name in CACHE_VARIABLES.items():
+        os.environ[variable] = os.path.join(args.caches, name)
+
+
+def _confine(args, device):
+    """This process loads the kernels, so from here on it changes nothing but the workspace (its
+    report), its scratch directory and its compilers' caches: not the engine, its Python, the
+    module cache or the judge's files, which decide what verify reports after it (the judge's
+    verdict). Its report is the kernels' word all the same (docs/architecture.md)."""
+    from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files
+
+    writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches]
+    try:
+        confine_unless_trusted(writable, gpu_device_files() if device.type == "cuda" else ())
+    except Unconfined as e:
+        raise BridgeError(f"refusing to load the kernels unconfined: {e.strerror} "
+                          "(AUTOKERNEL_UNCONFINED=1 runs trusted kernels without it)", usage=False) from None
+
+
 def _kernel_row(entry, registered, decisions, final, not_loaded):
     name = entry["name"]
     row = {key: entry.get(key) for key in ("name", "op", "problem", "dtype", "why")}
@@ -237,6 +274,11 @@ def add_arguments(parser):
     parser.add_argument("--budget", type=float, default=0.0,
                         help="seconds: no measurement starts that its estimate says would end past this, and "
                              "one still running then is stopped (0: no limit)")
+    parser.add_argument("--confine", action="store_true",
+                        help="once the model is loaded, change nothing but the report's directory, --scratch "
+                             "and --caches (Landlock): the kernels this process loads cannot reach what judges them")
+    parser.add_argument("--scratch", help="with --confine: the temporary directory (TMPDIR)")
+    parser.add_argument("--caches", help="with --confine: where the compilers' caches go")
     parser.add_argument("--started", type=float, default=None,
                         help="when the budget began, in seconds since the epoch (default: now); the CLI's "
                              "verify passes its own start, so building the kernels counts")

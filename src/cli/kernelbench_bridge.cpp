@@ -100,6 +100,9 @@ std::vector<std::string> EvalSettings::arguments() const {
                                    "--shrink",        std::to_string(shrink),
                                    "--min-rounds",    std::to_string(min_rounds)};
   if (!timing) args.push_back("--no-timing");
+  if (criterion != "kernelbench") args.insert(args.end(), {"--criterion", criterion});
+  if (solution_mode != "eager") args.insert(args.end(), {"--solution-mode", solution_mode});
+  if (!compile_mode.empty()) args.insert(args.end(), {"--compile-mode", compile_mode});
   return args;
 }
 

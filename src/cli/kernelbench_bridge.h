@@ -29,6 +29,10 @@ nlohmann::json run_python(const std::vector<std::string>& args, std::chrono::sec
 // Options of one evaluation, as the judge's command line takes them.
 struct EvalSettings {
   std::string device = "auto", precision = "fp32", baselines = "eager,compile";
+  // kernelbench: its allclose and our relative error; model: the relative error alone (verify's)
+  std::string criterion = "kernelbench";
+  std::string solution_mode = "eager";  // or the torch.compile mode the solution is timed in
+  std::string compile_mode;             // the compile baseline's mode ("": torch.compile's default)
   int trials = 5;
   int min_rounds = 10;  // timing rounds at least, per model
   int shrink = 1;       // the problems' size constants divided by this (a quick run of the real files)

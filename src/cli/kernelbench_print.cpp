@@ -1,18 +1,9 @@
 #include "cli/kernelbench_print.h"
 
-#include <iomanip>
-#include <sstream>
-
 #include "cli/print.h"
 
 namespace ak::cli::kb {
 namespace {
-
-std::string scientific(double value) {
-  std::ostringstream out;
-  out << std::scientific << std::setprecision(1) << value;
-  return out.str();
-}
 
 std::string percent(double fraction) {
   return fixed(100 * fraction, 1, "%");
@@ -59,8 +50,8 @@ void print_record(std::ostream& out, const nlohmann::json& record) {
   const auto& c = record.value("correctness", nlohmann::json::object());
   if (c.contains("passed"))
     out << "correctness  " << c["passed"].get<int>() << "/" << c["trials"].get<int>()
-        << " trials; max |diff| " << scientific(c.value("max_abs_diff", 0.0)) << ", relative error "
-        << scientific(c.value("relative_error", 0.0)) << " (KernelBench atol=rtol "
+        << " trials; max |diff| " << scientific(c.value("max_abs_diff", 0.0), 1) << ", relative error "
+        << scientific(c.value("relative_error", 0.0), 1) << " (KernelBench atol=rtol "
         << c.value("kernelbench_tolerance", 0.0) << ", ours relative " << c.value("relative_tolerance", 0.0)
         << ")\n";
   for (const auto& note : c.value("notes", nlohmann::json::array()))

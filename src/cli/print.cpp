@@ -40,6 +40,12 @@ std::string fixed(double value, int precision, std::string_view suffix) {
   return out.str();
 }
 
+std::string scientific(double value, int precision) {
+  std::ostringstream out;
+  out << std::scientific << std::setprecision(precision) << value;
+  return out.str();
+}
+
 std::string microseconds(double us) {
   if (us <= 0) return "-";
   return fixed(us, us >= 1000 ? 0 : us >= 10 ? 1 : 2);

@@ -17,6 +17,8 @@ void print_result(std::ostream& out, const ExperimentResult& r);
 
 // `value` with `precision` decimals and a suffix: fixed(1.234, 2, "x") is "1.23x".
 std::string fixed(double value, int precision, std::string_view suffix = "");
+// `value` in scientific notation: scientific(3.1e-6) is "3.10e-06".
+std::string scientific(double value, int precision = 2);
 // Microseconds with as many decimals as they deserve; "-" for none.
 std::string microseconds(double us);
 // "42s", "3m 05s", "1h 02m".

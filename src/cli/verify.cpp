@@ -8,12 +8,15 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <tuple>
 
 #include "cli/command.h"
+#include "cli/kernelbench_bridge.h"
 #include "cli/print.h"
+#include "cli/verify_judged.h"
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/python.h"
@@ -34,13 +37,8 @@ struct VerifyOptions {
   int iterations = 20, timeout_s = 3600;
   double budget_s = 0;
   bool json = false;
+  bool no_judge = false;
 };
-
-std::string scientific(double value) {
-  std::ostringstream out;
-  out << std::scientific << std::setprecision(2) << value;
-  return out.str();
-}
 
 std::string us_or_dash(const json& value) {
   return value.is_number() ? microseconds(value.get<double>()) + " µs" : "-";
@@ -169,11 +167,26 @@ ManifestEntry candidacy(const PlanModule& m, const std::optional<RunState>& run,
 }
 
 // Seconds since the epoch, as Python's time.time(): when verify's budget began.
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string epoch_seconds_now() {
   std::ostringstream out;
-  out << std::fixed << std::setprecision(3)
-      << std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  out << std::fixed << std::setprecision(3) << epoch_seconds();
   return out.str();
+}
+
+// The judge times each model until its noise settles or this many seconds pass.
+constexpr double kJudgeMaxTimeSeconds = 3;
+
+// The longest compilation of the decide mode in verify's own measurements (0: none).
+double compile_seconds(const json& v) {
+  double longest = 0;
+  for (const auto& m : v.value("measurements", json::array()))
+    if (m.value("mode", std::string()) == v.value("decide_mode", std::string()) && m["compile_s"].is_number())
+      longest = std::max(longest, m["compile_s"].get<double>());
+  return longest;
 }
 
 int run_verify(const VerifyOptions& o) {
@@ -190,9 +203,10 @@ int run_verify(const VerifyOptions& o) {
   std::vector<ManifestEntry> entries;
   for (const PlanModule& m : build_plan_modules(ws, plan, profile.backend(), built.arch))
     entries.push_back(candidacy(m, run, o.plug == "all"));
+  json manifest;
   const auto write_manifest = [&] {
-    const json manifest = kernel_manifest(
-        built, entries, [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
+    manifest = kernel_manifest(built, entries,
+                               [](const ManifestEntry& e) { return fs::absolute(e.module.module).string(); });
     write_file_atomically(ws / kManifestFile, manifest.dump(1) + "\n");
   };
   write_manifest();
@@ -205,16 +219,36 @@ int run_verify(const VerifyOptions& o) {
   args.insert(args.end(), {"--compile-modes", o.compile_modes, "--mode", o.mode, "--iterations",
                            std::to_string(o.iterations), "--budget", budget.str(), "--started", started});
   if (o.plug == "all") args.push_back("--no-decide");
+  // The process loads the kernels: confined to the workspace, a scratch directory and its own
+  // compilers' caches (not those the judge's references compile into).
+  const TempDirectory scratch("autokernel-verify");
+  args.insert(args.end(), {"--confine", "--scratch", scratch.path().string(), "--caches",
+                           (cache_dir() / "verify-caches").string()});
   fs::remove(out);
   run_bridge(args, std::chrono::seconds(o.timeout_s));
-  const auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
+  auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
   // The workspace's kernels.json now says what verify decided, as an export's does: apply(model,
   // workspace=ws) plugs what won, not every candidate.
+  std::vector<std::string> plugged, candidates;
+  for (const ManifestEntry& e : entries)
+    if (e.use) candidates.push_back(e.module.kernel.name);
   if (const auto decisions = verify_decisions(v); !decisions.empty()) {
     for (ManifestEntry& e : entries)
-      if (const auto d = decisions.find(e.module.kernel.name); d != decisions.end())
+      if (const auto d = decisions.find(e.module.kernel.name); d != decisions.end()) {
         std::tie(e.use, e.why) = d->second;
+        if (e.use) plugged.push_back(e.module.kernel.name);
+      }
     write_manifest();
+  }
+  // The verdict on what is plugged in comes from the judge, unless verify's own process already
+  // failed the outputs (a kernel gains nothing by forging a failure).
+  const bool judging = !o.no_judge && v["passed"].get<bool>();
+  if (judging) {
+    const double left_s = o.budget_s <= 0 ? std::numeric_limits<double>::infinity()
+                                          : o.budget_s - (epoch_seconds() - std::stod(started));
+    const auto runs = judged_runs(plugged, candidates, v["decide_mode"], left_s, compile_seconds(v));
+    v["judged"] = judge_model(profile, manifest, runs, kJudgeMaxTimeSeconds, o.timeout_s);
+    kb::write_json(ws / "judged.json", v["judged"]);
   }
   if (o.json) {
     std::cout << v.dump(2) << "\n";
@@ -226,6 +260,7 @@ int run_verify(const VerifyOptions& o) {
     std::cout << "\n";
     print_kernels(v);
     print_timing(v);
+    if (judging) print_judged(std::cout, v["judged"]);
   }
   if (!v["passed"].get<bool>())
     throw Error(ErrorKind::Validation,
@@ -236,6 +271,8 @@ int run_verify(const VerifyOptions& o) {
     throw Error(ErrorKind::Timeout,
                 "verify: the budget (" + fixed(o.budget_s, 0, " s") +
                     ") ran out before the model ran with our kernels; nothing was checked");
+  if (const std::string failure = judging ? judged_failure(v["judged"]) : ""; !failure.empty())
+    throw Error(ErrorKind::Validation, "verify: the judge rejected the model with our kernels: " + failure);
   return 0;
 }
 
@@ -271,7 +308,10 @@ Command verify_command() {
             ->check(CLI::NonNegativeNumber);
         app.add_option("--timeout", o->timeout_s, "seconds the bridge may take in all")
             ->check(CLI::PositiveNumber);
-        app.add_flag("--json", o->json, "print verify.json instead of the table");
+        app.add_flag("--json", o->json, "print verify.json (with the judge's records) instead of the table");
+        app.add_flag("--no-judge", o->no_judge,
+                     "skip the judge: the outputs' check and the times are then those of verify's own "
+                     "process, which loads the kernels (their word, not a verdict)");
         return [o] { return run_verify(*o); };
       }};
 }

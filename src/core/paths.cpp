@@ -95,4 +95,18 @@ std::string utc_timestamp() {
   return buf;
 }
 
+TempDirectory::TempDirectory(std::string_view prefix) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data()))
+    throw Error(ErrorKind::Io, "cannot create a directory in " +
+                                   std::filesystem::temp_directory_path().string() + ": " +
+                                   std::strerror(errno));
+  path_ = pattern;
+}
+
+TempDirectory::~TempDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
 }  // namespace ak

@@ -22,4 +22,18 @@ std::string content_hash(std::initializer_list<std::string_view> pieces);
 
 std::string utc_timestamp();  // 2026-11-22T04:36:07Z
 
+// A fresh directory in the temporary directory (PREFIX-XXXXXX, mode 0700), removed with everything
+// in it on destruction. Throws Error(Io) when it cannot be made.
+class TempDirectory {
+ public:
+  explicit TempDirectory(std::string_view prefix);
+  ~TempDirectory();
+  TempDirectory(const TempDirectory&) = delete;
+  TempDirectory& operator=(const TempDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 }  // namespace ak

@@ -1,10 +1,5 @@
 #include "search/agent.h"
 
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <system_error>
 
@@ -23,31 +18,14 @@ namespace {
 // directory (a git status, an agent's own change tracking) takes the prompt for part of the kernel.
 class AgentScratch {
  public:
-  explicit AgentScratch(std::string_view prompt) {
-    std::string pattern = (fs::temp_directory_path() / "autokernel-agent-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      throw Error(ErrorKind::Io,
-                  "cannot create the agent's scratch directory: " + std::string(std::strerror(errno)));
-    dir_ = pattern;
-    try {
-      write_file_atomically(prompt_path(), prompt);
-    } catch (...) {
-      remove();  // the destructor does not run for a constructor that throws
-      throw;
-    }
+  explicit AgentScratch(std::string_view prompt) : dir_("autokernel-agent") {
+    write_file_atomically(prompt_path(), prompt);
   }
-  ~AgentScratch() { remove(); }
-  AgentScratch(const AgentScratch&) = delete;
-  AgentScratch& operator=(const AgentScratch&) = delete;
-  const fs::path& dir() const { return dir_; }
-  fs::path prompt_path() const { return dir_ / "prompt.md"; }
+  const fs::path& dir() const { return dir_.path(); }
+  fs::path prompt_path() const { return dir() / "prompt.md"; }
 
  private:
-  void remove() noexcept {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path dir_;
+  TempDirectory dir_;
 };
 
 // The kernel's bytes, or nothing when the file is gone or unreadable.

@@ -128,6 +128,26 @@ class Clock(unittest.TestCase):
         self.assertGreater(record["timing"]["solution"]["median_us"], 50_000)
 
 
+class ModelCriterion(unittest.TestCase):
+    def test_a_whole_models_output_is_judged_by_its_relative_error_alone(self):
+        # verify's criterion: one element past KernelBench's absolute tolerance, the whole within
+        # fp16's relative bound (2e-2), passes; a half-zero output fails either way.
+        from autokernel.kernelbench import checks
+
+        reference = torch.ones(1000, dtype=torch.float16)
+        close = reference.clone()
+        close[0] = 1.5  # relative error 0.5 / sqrt(1000) = 0.016
+        kernelbench = checks.compare(close, reference, torch.float16)
+        self.assertFalse(kernelbench.ok)
+        self.assertIn("outside KernelBench's tolerance", kernelbench.reason)
+        self.assertTrue(checks.compare(close, reference, torch.float16, elementwise=False).ok)
+        half = reference.clone()
+        half[500:] = 0
+        model = checks.compare(half, reference, torch.float16, elementwise=False)
+        self.assertFalse(model.ok)
+        self.assertIn("relative error 0.707", model.reason)
+
+
 class Guard(unittest.TestCase):
     def test_disguised_replacements_are_named_and_torchs_own_wrappers_are_not(self):
         import torch._dynamo  # noqa: F401  (wraps torch.manual_seed when it loads)
@@ -140,10 +160,12 @@ class Guard(unittest.TestCase):
             time.perf_counter = functools.wraps(saved[0])(lambda: 0.0)  # looks like the original
             torch.allclose = torch._disable_dynamo(lambda *args, **kwargs: True)  # wrapped by torch itself
             torch.Tensor.copy_ = lambda self, other, non_blocking=False: self  # a new method on the class
+            # a new name that shadows nothing (transformers adds nn.Module.smart_apply) is no replacement
+            torch.nn.Module.autokernel_test_helper = lambda self: None
             self.assertEqual(snapshot.replaced(), ["time.perf_counter", "torch.allclose", "torch.Tensor.copy_"])
         finally:
             time.perf_counter, torch.allclose = saved[0], saved[1]
-            del torch.Tensor.copy_
+            del torch.Tensor.copy_, torch.nn.Module.autokernel_test_helper
         self.assertEqual(snapshot.replaced(), [])
 
 

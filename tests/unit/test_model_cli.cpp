@@ -113,6 +113,19 @@ TEST(ModelCli, VerifyPlugsEveryKernelInAndOutputsMatch) {
   EXPECT_GT(eager["ours_us"].get<double>(), 0);
   EXPECT_GT(eager["torch_us"].get<double>(), 0);
   EXPECT_TRUE(std::filesystem::exists(ws / "kernels.json"));
+  // The verdict: the judge, a process that loads no kernel, on the set plugged in.
+  ASSERT_EQ(j["judged"].size(), 1u) << j["judged"].dump();
+  const auto& judged = j["judged"][0];
+  EXPECT_EQ(judged["mode"], "eager");
+  EXPECT_EQ(judged["kernels"].size(), j["kernels"].size());
+  const auto& record = judged["record"];
+  EXPECT_EQ(record["status"], "PASS") << record.dump();
+  EXPECT_EQ(record["correctness"]["passed"], 5) << record.dump();
+  EXPECT_EQ(record["correctness"]["criterion"], "model") << record.dump();
+  EXPECT_LT(record["correctness"]["relative_error"].get<double>(), 1e-4) << record.dump();
+  EXPECT_GT(record["timing"]["solution"]["median_us"].get<double>(), 0) << record.dump();
+  EXPECT_GT(record["speedup"]["eager"].get<double>(), 0) << record.dump();
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(ws / "judged.json")), j["judged"]);
 }
 
 TEST(ModelCli, AfterARunOnlyKernelsThatPassedAreCandidatesAndEachIsDecidedByTheModelsTime) {
@@ -185,6 +198,42 @@ TEST(ModelCli, VerifyCatchesAWrongKernel) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("MISMATCH"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("differ from eager"), std::string::npos) << run.output;
+}
+
+TEST(ModelCli, TheVerdictComesFromTheJudgeNotFromTheProcessThatLoadsTheKernels) {
+  const Scratch scratch("model-forged");
+  const auto ws = profiled_and_extracted(scratch);
+  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
+  std::string rmsnorm_file;
+  for (const auto& k : plan["kernels"])
+    if (k["op"] == "rmsnorm") rmsnorm_file = k["file"];
+  ASSERT_FALSE(rmsnorm_file.empty());
+  // Wrong, and it rewrites verify's own report as passed when verify's Python process ends.
+  std::filesystem::copy_file(kernel("wrong_rmsnorm_forges_verify.cpp"), ws / rmsnorm_file,
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::vector<std::string> verify = {"verify",          "--workspace", ws.string(),    "--plug", "all",
+                                           "--compile-modes", "none",        "--iterations", "1"};
+  // Without the judge the forgery works: the report says passed (the test can tell). The kernel's
+  // process is confined to the workspace: its file beside it is not there.
+  std::vector<std::string> unjudged = verify;
+  unjudged.push_back("--no-judge");
+  const ProcessResult forged = run_cli(unjudged);
+  EXPECT_TRUE(forged.ok()) << forged.output;
+  EXPECT_EQ(forged.output.find("MISMATCH"), std::string::npos) << forged.output;
+  const auto planted = scratch.dir / "planted-by-a-kernel";
+  EXPECT_FALSE(std::filesystem::exists(planted));
+  ::setenv("AUTOKERNEL_UNCONFINED", "1", 1);  // (unconfined it gets out: the test can tell)
+  const ProcessResult unconfined = run_cli(unjudged);
+  ::unsetenv("AUTOKERNEL_UNCONFINED");
+  EXPECT_TRUE(unconfined.ok()) << unconfined.output;
+  EXPECT_TRUE(std::filesystem::exists(planted));
+  // With it, the verdict is the judge's, which compared the outputs in a process of its own.
+  const ProcessResult judged = run_cli(verify);
+  EXPECT_EQ(judged.exit_code, 1) << judged.output;
+  EXPECT_NE(judged.output.find("the judge rejected the model with our kernels: eager"), std::string::npos)
+      << judged.output;
+  EXPECT_NE(judged.output.find("INCORRECT in trial 1 of 5"), std::string::npos) << judged.output;
+  EXPECT_NE(judged.output.find("relative error"), std::string::npos) << judged.output;
 }
 
 // The longest experiment of a run's results.tsv, built and measured: its phases' compile + total

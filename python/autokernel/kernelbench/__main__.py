@@ -47,7 +47,8 @@ def run_eval(args):
         raise problems.ProblemError(f"unknown baseline {sorted(unknown)[0]} (eager, compile or none)")
     options = Options(device=args.device, precision=args.precision, trials=args.trials, baselines=baselines,
                       timing=not args.no_timing, settings=settings, build_timeout_s=args.build_timeout,
-                      shrink=args.shrink)
+                      shrink=args.shrink, criterion=args.criterion, solution_mode=args.solution_mode,
+                      compile_mode=args.compile_mode)
     record = evaluate(problem, args.solution, options, progress)
     emit(record)
     return 0
@@ -65,6 +66,13 @@ def add_eval_arguments(parser):
     parser.add_argument("--min-rounds", type=int, default=10)
     parser.add_argument("--call-timeout", type=float, default=60.0)
     parser.add_argument("--build-timeout", type=float, default=600.0)
+    parser.add_argument("--criterion", default="kernelbench", choices=("kernelbench", "model"),
+                        help="kernelbench: its allclose and our relative error; model: the relative error alone "
+                             "(a whole model's outputs, as verify compares them)")
+    parser.add_argument("--solution-mode", default="eager",
+                        help="eager, or the torch.compile mode the solution is timed in")
+    parser.add_argument("--compile-mode", default="",
+                        help="the compile baseline's torch.compile mode (default: torch.compile's own)")
 
 
 def main(argv=None):

@@ -47,6 +47,9 @@ class Options:
     extensions_dir: str = ""
     shrink: int = 1
     guard: bool = True  # off only in tests: the judge's own verdict without the solver's detector
+    criterion: str = "kernelbench"  # or "model": the relative error alone (judge.CRITERIA)
+    solution_mode: str = "eager"  # or a torch.compile mode: the solution timed compiled in it
+    compile_mode: str = ""  # the compile baseline's torch.compile mode ("": torch.compile's default)
 
 
 class Rounds:
@@ -84,7 +87,7 @@ class Rounds:
                 raise Rejected("INCORRECT", f"timed call {slot + 1} of {count} modified an input", phase)
         check = state["check"]
         for index, (out, ref) in enumerate(zip(judge.slots[check][1], state["references"])):
-            result = checks.compare(out, ref, judge.precision, f"output {index}")
+            result = checks.compare(out, ref, judge.precision, f"output {index}", judge.elementwise)
             if not result.ok:
                 raise Rejected("INCORRECT", f"timed call {check + 1} of {count}: {result.reason}", phase)
 
@@ -114,7 +117,7 @@ def evaluate(problem, solution, options, progress=lambda line: None):
     if not solution.is_file():
         raise problems.ProblemError(f"solution file not found: {solution}")
     judge = Judge(problem, options.device, options.precision, options.max_batch, options.memory_fraction,
-                  options.shrink, options.settings.batch_target_s)
+                  options.shrink, options.settings.batch_target_s, options.criterion)
     seconds = {"setup": time.monotonic() - started}
     record = _base_record(judge, solution, options)
     try:
@@ -146,8 +149,10 @@ def _base_record(judge, solution, options):
                    "name": torch.cuda.get_device_name(judge.device) if judge.device.type == "cuda" else "cpu"},
         "precision": options.precision, "torch": torch.__version__,
         "status": "PASS", "reason": "", "phase": "",
-        "correctness": {"trials": options.trials, "kernelbench_tolerance": kb_tol, "relative_tolerance": rel_tol,
-                        "checks": CHECKS},
+        "solution_mode": options.solution_mode, "compile_mode": options.compile_mode or "default",
+        "correctness": {"trials": options.trials, "criterion": judge.criterion, "relative_tolerance": rel_tol,
+                        **({"kernelbench_tolerance": kb_tol} if judge.elementwise else {}),
+                        "checks": CHECKS if judge.elementwise else CHECKS[1:]},
         "timing": {"method": "judge's wall clock around rounds of calls on fresh inputs, last-level cache "
                              "flushed before each round; median per call, noise 1.4826 MAD / median"},
         "speedup": {},
@@ -159,8 +164,10 @@ def _judge_solution(judge, solution, options, record, seconds, progress):
     phase_start = time.monotonic()
     try:
         progress(f"building {solution.name}")
-        solver, seconds["build"] = judge.spawn(solution, "ModelNew", "eager", options.guard, options.build_timeout_s,
-                                               "solution", options.extensions_dir or default_extensions_dir(solution))
+        mode, compile_options = _mode(options.solution_mode)
+        solver, seconds["build"] = judge.spawn(solution, "ModelNew", mode, options.guard, options.build_timeout_s,
+                                               "solution", options.extensions_dir or default_extensions_dir(solution),
+                                               compile_options=compile_options)
         phase_start = time.monotonic()
         progress(f"{options.trials} correctness trials")
         worst = judge.trials(solver, options.trials, options.build_timeout_s, options.settings.call_timeout_s,
@@ -193,8 +200,9 @@ def _judge_solution(judge, solution, options, record, seconds, progress):
 def _baseline(judge, mode, options, flush):
     solver = None
     try:
-        solver, _ = judge.spawn(judge.loaded.problem.path, "Model", mode, False, options.build_timeout_s,
-                                f"reference-{mode}", caches=reference_caches_dir())
+        solver_mode, compile_options = _mode(options.compile_mode or "default") if mode == "compile" else ("eager", {})
+        solver, _ = judge.spawn(judge.loaded.problem.path, "Model", solver_mode, False, options.build_timeout_s,
+                                f"reference-{mode}", caches=reference_caches_dir(), compile_options=compile_options)
         settings = options.settings
         judge.trials(solver, 1, options.build_timeout_s, settings.call_timeout_s, options.late_ms, gate=False)
         return measure(solver, Rounds(judge), settings, flush, f"timing the reference ({mode})")
@@ -203,6 +211,13 @@ def _baseline(judge, mode, options, flush):
     finally:
         if solver is not None:
             solver.finish()
+
+
+def _mode(name):
+    """The solver's mode and torch.compile's options for a mode's name (eager, or a compile mode)."""
+    if name == "eager":
+        return "eager", {}
+    return "compile", ({} if name == "default" else {"mode": name})
 
 
 def _speedups(record):

@@ -4,9 +4,10 @@ patched to report less, torch.allclose made to agree, Tensor.copy_ turned into a
 The verdict never depends on this: the judge keeps its own clock and compares in its own process,
 so a patch there changes nothing the judge measures. This names the attempt as the reason the
 solution is rejected. It compares every callable in the watched namespaces with a snapshot taken
-before the solution was imported; a new callable on a watched class counts too (it shadows the
-original). Torch's own wrappers around the originals (made when torch._dynamo loads) are not
-replacements; submodules that torch imports lazily are not functions and are ignored.
+before the solution was imported; a new callable on a watched class counts too where it shadows
+one the class inherits (not a new name, such as the nn.Module.smart_apply that transformers adds).
+Torch's own wrappers around the originals (made when torch._dynamo loads) are not replacements;
+submodules that torch imports lazily are not functions and are ignored.
 """
 import os
 import time
@@ -53,6 +54,11 @@ def _torch_wrapper_of(value, original):
     return any(h is original for h in held)
 
 
+def _inherited(owner, name):
+    """Whether class `owner` had `name` from a base: a new callable there shadows the original."""
+    return any(name in vars(base) for base in owner.__mro__[1:])
+
+
 class Snapshot:
     def __init__(self):
         self._owners = _watched()
@@ -66,8 +72,9 @@ class Snapshot:
             is_class = isinstance(owner, type)
             for name, value in now.items():
                 original = before.get(name)
-                if original is None and not is_class:
-                    continue  # a module's new function (torch loads some lazily)
+                if original is None and not (is_class and _inherited(owner, name)):
+                    continue  # a module's new function (torch loads some lazily), a class's new name
+                    # that shadows nothing (transformers adds nn.Module.smart_apply when it builds a model)
                 if value is not original and not _torch_wrapper_of(value, original):
                     changed.append(f"{owner_name}.{name}")
             changed.extend(f"{owner_name}.{name}" for name in before if name not in now)

@@ -25,6 +25,9 @@ from .verdict import Probe, Rejected, from_answer, probe_reason
 
 REHEARSAL_SHARE = 0.05  # of the free memory: above it, the judge keeps no second input set cached
 INIT_SEED = 42  # KernelBench's seed for the weights: a solution must rebuild the same ones
+# How an output is compared with its reference: KernelBench's allclose and our relative error, or
+# (a whole model's outputs, for verify) the relative error alone (checks.compare).
+CRITERIA = ("kernelbench", "model")
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -41,8 +44,11 @@ def pick_device(name):
 
 class Judge:
     def __init__(self, problem, device="auto", precision="fp32", max_batch=64, memory_fraction=0.25, shrink=1,
-                 batch_target_s=0.01):
+                 batch_target_s=0.01, criterion="kernelbench"):
         make_undumpable()
+        if criterion not in CRITERIA:
+            raise problems.ProblemError(f"unknown criterion {criterion} ({' or '.join(CRITERIA)})")
+        self.criterion, self.elementwise = criterion, criterion == "kernelbench"
         self.shrink = shrink
         self.loaded = problems.load(problem, shrink)
         self.device = pick_device(device)
@@ -110,7 +116,7 @@ class Judge:
         references = self.reference(inputs)
         self.load_slot(0, inputs)
         for out, ref in zip(self.slots[0][1], references):
-            checks.compare(ref, ref, self.precision)
+            checks.compare(ref, ref, self.precision, elementwise=self.elementwise)
             checks.count_poisoned(out)
             buffers.fingerprint(out, self.public)
         for x in self.slots[0][0]:
@@ -171,16 +177,18 @@ class Judge:
 
     # --- a solution process ----------------------------------------------------------------
 
-    def spawn(self, module, class_name, mode, guard, build_timeout, log_name, extensions_dir=None, caches=None):
+    def spawn(self, module, class_name, mode, guard, build_timeout, log_name, extensions_dir=None, caches=None,
+              compile_options=None):
         """A solution process for `module`, confined (autokernel_sandbox) to change nothing but its own
         directory under the judge's, `extensions_dir` (load_inline's builds) and `caches` (the compilers'
-        caches; default: its own directory), before any of the module's code runs."""
+        caches; default: its own directory), before any of the module's code runs. `mode` "compile"
+        wraps the model in torch.compile(model, **compile_options)."""
         plan = {"nonce": secrets.token_hex(8), "device": str(self.device), "dtype": self.precision_name
                 .replace("fp32", "float32").replace("fp16", "float16").replace("bf16", "bfloat16"),
                 "module": str(module), "class_name": class_name, "problem": str(self.loaded.problem.path),
                 "init_seed": INIT_SEED, "shrink": self.shrink, "mode": mode, "guard": guard, "slots": self.slot_handles,
                 "probe": self.probe_handle, "probe_key_seed": self.public_seed,
-                "output_specs": self.output_specs}
+                "output_specs": self.output_specs, "compile_options": dict(compile_options or {})}
         cwd = os.path.join(self.workdir, log_name)
         caches = str(caches or cwd)
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -234,7 +242,7 @@ class Judge:
             self._check_probe(inputs, outputs, phase, worst["notes"], gated)
             fingerprints = [buffers.fingerprint(out, self.public) for out in outputs]
             for index, (out, ref) in enumerate(zip(outputs, references)):
-                result = checks.compare(out, ref, self.precision, f"output {index}")
+                result = checks.compare(out, ref, self.precision, f"output {index}", self.elementwise)
                 if not result.ok:
                     if previous is not None and fingerprints == previous and out.numel() > 1:
                         raise Rejected("INCORRECT", "the same result as the previous call, for new inputs: "

@@ -61,7 +61,7 @@ class Solver:
         self.key = buffers.Key(self.device, seed=plan["probe_key_seed"])
         self.specs = [(tuple(shape), getattr(torch, dtype)) for shape, dtype in plan["output_specs"]]
         self._warm_up_probes()
-        self.snapshot = guard.Snapshot()
+        self.snapshot = None
         self.model = None
 
     def _warm_up_probes(self):
@@ -86,6 +86,13 @@ class Solver:
     def load(self):
         plan = self.plan
         try:
+            # The problem is the trusted reference: what its own imports change (transformers adds to
+            # torch.nn.Module) is in the snapshot, which is taken before any of the solution's code runs.
+            loaded = problems.load(plan["problem"], plan["shrink"])
+        except BaseException as e:
+            raise Failure("build", one_line(e)) from None
+        self.snapshot = guard.Snapshot()
+        try:
             module = problems.import_file(plan["module"], "kernelbench_solution")
         except BaseException as e:
             raise Failure("import", one_line(e)) from None
@@ -93,7 +100,6 @@ class Solver:
         if not isinstance(cls, type):
             raise Failure("import", f"{os.path.basename(plan['module'])} defines no class {plan['class_name']}")
         try:
-            loaded = problems.load(plan["problem"], plan["shrink"])
             model = problems.build(cls, loaded, plan["init_seed"], self.device, getattr(torch, plan["dtype"]))
             if plan["mode"] == "compile":
                 model = torch.compile(model, **plan.get("compile_options", {}))
@@ -103,7 +109,7 @@ class Solver:
         self.check_patches()
 
     def check_patches(self):
-        if not self.plan["guard"]:
+        if not self.plan["guard"] or self.snapshot is None:
             return
         replaced = self.snapshot.replaced()
         if replaced:

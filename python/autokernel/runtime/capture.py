@@ -143,7 +143,7 @@ def _first_inputs(model, args, kwargs):
     return seen
 
 
-def _register_transformers_caches():
+def register_transformers_caches():
     """transformers' caches as pytrees (its registration for torch.export, kept: the rewritten
     graph's outputs are rebuilt into a cache on every call). Only where the user's code has
     imported transformers."""
@@ -158,7 +158,7 @@ def _register_transformers_caches():
 
 def capture(model, args, kwargs, progress=lambda line: None):
     """Graphs covering as much of the model as traces, and a note for each part that does not."""
-    _register_transformers_caches()
+    register_transformers_caches()
     try:
         return [trace(model, args, kwargs)], []
     except Exception as e:  # the whole model does not trace: try its parts

@@ -1,0 +1,44 @@
+// verify's verdict, from the KernelBench judge (python/autokernel/kernelbench: judge.py,
+// model_problem.py). verify's Python process loads the kernels it decides on, so everything it
+// writes (verify.json: its outputs' comparison, its times) is the kernels' word: a kernel can
+// forge it. The judge never loads a kernel: it builds the profile's model itself, draws every
+// input, runs the reference, keeps the clock and compares the outputs, while the model with the
+// kernels runs in a confined process of its own. What it judges is what is delivered: the set of
+// kernels plugged in (the decide mode's), in eager and compiled in the decide mode.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "profile/profile_doc.h"
+
+namespace ak::cli {
+
+struct JudgedRun {
+  std::string mode;                  // eager or a torch.compile mode
+  std::vector<std::string> kernels;  // plugged in
+  bool timing = true;
+  int trials = 5;
+};
+
+// The runs the judge makes within `left_s` seconds of verify's budget (infinity: none): the
+// decide mode's plugged set (`plugged`) in eager, timed where kTimedSeconds are left; compiled in
+// the decide mode, where that is a compile mode and two compilations (ours and PyTorch's, each
+// about `compile_s`, verify's own) fit too. Where nothing is plugged, every candidate in eager,
+// untimed: a wrong kernel fails verify whether or not it won a place.
+std::vector<JudgedRun> judged_runs(const std::vector<std::string>& plugged,
+                                   const std::vector<std::string>& candidates, const std::string& decide_mode,
+                                   double left_s, double compile_s);
+
+// Each run judged: [{"mode", "kernels", "record"}]; `manifest` is the kernels' manifest as this
+// process wrote it. A judge that could not give a record is a record of status ERROR.
+nlohmann::json judge_model(const Profile& profile, const nlohmann::json& manifest,
+                           const std::vector<JudgedRun>& runs, double max_time_s, int timeout_s);
+
+// The judge's table, and its first failure ("" when every run passed).
+void print_judged(std::ostream& out, const nlohmann::json& judged);
+std::string judged_failure(const nlohmann::json& judged);
+
+}  // namespace ak::cli
