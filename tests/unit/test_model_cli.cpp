@@ -29,6 +29,16 @@ struct Scratch {
   std::filesystem::path dir;
 };
 
+// The workspace's kernel of `op` replaced by tests/kernels/`file`; false where the plan has none.
+bool replace_kernel(const std::filesystem::path& ws, const std::string& op, const std::string& file) {
+  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
+  for (const auto& k : plan["kernels"])
+    if (k["op"] == op)
+      return std::filesystem::copy_file(kernel(file), ws / k["file"].get<std::string>(),
+                                        std::filesystem::copy_options::overwrite_existing);
+  return false;
+}
+
 std::filesystem::path profiled_and_extracted(const Scratch& scratch) {
   const auto ws = scratch.dir / "workspace";
   const ProcessResult profile =
@@ -186,13 +196,7 @@ TEST(ModelCli, VerifyWhoseBudgetEndsBeforeAnyTimingStillChecksTheOutputs) {
 TEST(ModelCli, VerifyCatchesAWrongKernel) {
   const Scratch scratch("model-wrong");
   const auto ws = profiled_and_extracted(scratch);
-  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
-  std::string rmsnorm_file;
-  for (const auto& k : plan["kernels"])
-    if (k["op"] == "rmsnorm") rmsnorm_file = k["file"];
-  ASSERT_FALSE(rmsnorm_file.empty());
-  std::filesystem::copy_file(kernel("wrong_rmsnorm.cpp"), ws / rmsnorm_file,
-                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_TRUE(replace_kernel(ws, "rmsnorm", "wrong_rmsnorm.cpp"));
   const ProcessResult run =
       run_cli({"verify", "--workspace", ws.string(), "--compile-modes", "none", "--iterations", "1"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -203,14 +207,8 @@ TEST(ModelCli, VerifyCatchesAWrongKernel) {
 TEST(ModelCli, TheVerdictComesFromTheJudgeNotFromTheProcessThatLoadsTheKernels) {
   const Scratch scratch("model-forged");
   const auto ws = profiled_and_extracted(scratch);
-  const auto plan = nlohmann::json::parse(std::ifstream(ws / "plan.json"));
-  std::string rmsnorm_file;
-  for (const auto& k : plan["kernels"])
-    if (k["op"] == "rmsnorm") rmsnorm_file = k["file"];
-  ASSERT_FALSE(rmsnorm_file.empty());
   // Wrong, and it rewrites verify's own report as passed when verify's Python process ends.
-  std::filesystem::copy_file(kernel("wrong_rmsnorm_forges_verify.cpp"), ws / rmsnorm_file,
-                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_TRUE(replace_kernel(ws, "rmsnorm", "wrong_rmsnorm_forges_verify.cpp"));
   const std::vector<std::string> verify = {"verify",          "--workspace", ws.string(),    "--plug", "all",
                                            "--compile-modes", "none",        "--iterations", "1"};
   // Without the judge the forgery works: the report says passed (the test can tell). The kernel's
