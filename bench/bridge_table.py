@@ -3,8 +3,9 @@ the model (median wall time per forward pass), the ratio, the kernels plugged in
 targets (ours in eager >= 1.3x eager; ours under torch.compile >= 1.05x torch.compile alone in the
 same mode) for the two LLaMA configurations; then every reading under torch.compile (verify.json's
 measurement log) with its fastest and slowest call, the host's load, and for a reading with our
-kernels its rounds against PyTorch alone's in the same rounds. Writes OUT/bridge.json
-with the table's rows.
+kernels its rounds against PyTorch alone's in the same rounds; then the judge's verdict per
+model and run (judged.json: the plugged-in kernels checked and timed by a process that loads
+none). Writes OUT/bridge.json with the table's rows.
 
     python3 bench/bridge_table.py OUT llama llama-7b-4l gpt2 bert
 """
@@ -35,6 +36,21 @@ def rows_of(model, verify):
     return rows
 
 
+def judged_lines(model, judged):
+    """The judge's runs of one model: mode, kernels, verdict, PyTorch and ours as it timed them."""
+    lines = []
+    for run in judged:
+        record = run["record"]
+        timing, base = record.get("timing", {}), "eager" if run["mode"] == "eager" else "compile"
+        torch_us, ours_us = timing.get(base, {}).get("median_us"), timing.get("solution", {}).get("median_us")
+        verdict = record["status"] if record["status"] == "PASS" else \
+            f"{record['status']} in {record.get('phase', '')}: {record.get('reason', '')[:80]}"
+        lines.append(f"  {model:12s} {run['mode']:28s} {len(run['kernels']):3d} {verdict:8s} "
+                     f"{cell(torch_us, '{:.0f}'):>11s} {cell(ours_us, '{:.0f}'):>11s} "
+                     f"{cell(torch_us / ours_us if torch_us and ours_us else None, '{:.2f}x'):>6s}")
+    return lines
+
+
 def op_of(kernel):
     """'fused_mlp' of 'fused_mlp_4096x768x2048_fp16': the name up to its first shape."""
     words = kernel.split("_")
@@ -48,7 +64,7 @@ def cell(value, form):
 
 def main(out, models):
     out = pathlib.Path(out)
-    rows, missing, readings = [], [], []
+    rows, missing, readings, judged = [], [], [], []
     for model in models:
         path = out / model / "verify.json"
         if path.is_file():
@@ -57,6 +73,8 @@ def main(out, models):
             readings += [(model, m) for m in verify.get("measurements", []) if m["mode"] != "eager"]
             if not verify.get("passed", False):
                 missing.append(f"{model}: outputs DIFFER from eager (see {model}/verify.txt)")
+            if (out / model / "judged.json").is_file():
+                judged += judged_lines(model, json.loads((out / model / "judged.json").read_text()))
         else:
             missing.append(f"{model}: no verify.json (skipped or failed: see bridge.log)")
     (out / "bridge.json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -68,6 +86,9 @@ def main(out, models):
               f"{cell(r['ratio'], '{:5.2f}x')} {r['kernels']:3d} {target} {r['note'][:60]}")
     for line in missing:
         print(line)
+    if judged:
+        print("\nthe judge: model, mode, kernels, verdict, PyTorch and ours (µs per call, its rounds), ratio")
+        print("\n".join(judged))
     if readings:  # each compiled reading's calls: uniformly slow, or a few slow ones?
         print("\ncompiled readings: model, mode, kernels, median / fastest / slowest call us, host load (1 min); "
               "with kernels, each round's median: ours / PyTorch alone")

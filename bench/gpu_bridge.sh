@@ -128,12 +128,13 @@ table() {  # MODEL: extract, optionally optimize, and verify within its share of
      sleep 10
    done) </dev/null >/dev/null 2>&1 &  # (its sleep must not hold the pipe of whoever reads this script's output)
   local watcher=$!
-  timeout $((budget + 60)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
+  # (+120 s: the judge's trials run past the budget, untimed where it is spent; docs/architecture.md)
+  timeout $((budget + 120)) "$AK" verify --workspace "$ws" --mode "$DECIDE_MODE" --budget "$budget" \
     --compile-modes "${MODES[$model]}" --iterations 20 >"$OUT/$model/verify.txt" 2>&1
   echo "verify $model exit: $?" | tee -a "$OUT/bridge.log"
   pkill -P $watcher 2>/dev/null; kill $watcher 2>/dev/null
-  tail -12 "$OUT/$model/verify.txt"
-  cp "$ws/verify.json" "$ws/kernels.json" "$OUT/$model/" 2>/dev/null
+  tail -16 "$OUT/$model/verify.txt"
+  cp "$ws/verify.json" "$ws/kernels.json" "$ws/judged.json" "$OUT/$model/" 2>/dev/null
   if [[ -n $SPLIT_MODES ]] && (($(left) > 40)); then
     log "where $model's time goes ($SPLIT_MODES)"
     timeout $(($(left) - 20)) python3 bench/compiled_time.py --workspace "$ws" --modes "$SPLIT_MODES" $SPLIT_ARGS \

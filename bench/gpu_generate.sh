@@ -50,7 +50,7 @@ PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} timeout 240 python3 -m autoker
 run_on() {  # SHAPE BUDGET NAME MODE: `autokernel run` deciding in MODE, its verify table to the log
   local shape=$1 budget=$2 name=$3 ws=/tmp/gen-$3
   log "run $MODEL at $shape (budget $budget, deciding in $4)"
-  timeout $((${budget%s} + 90)) "$AK" run --model "$MODEL" --input-shape "$shape" --dtype fp16 --top "$TOP" \
+  timeout $((${budget%s} + 150)) "$AK" run --model "$MODEL" --input-shape "$shape" --dtype fp16 --top "$TOP" \
     --budget "$budget" --compile-modes "$([ "$4" = eager ] && echo none || echo "$4")" --mode "$4" --workspace "$ws" --restart >"$OUT/run-$name.txt" 2>&1
   echo "run $name exit: $?" | tee -a "$OUT/generate.log"
   sed -n '/^kernel  /,/^$/p' "$OUT/run-$name.txt" | tee -a "$OUT/generate.log"

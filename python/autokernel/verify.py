@@ -235,9 +235,10 @@ def _confine(args, device):
     report), its scratch directory and its compilers' caches: not the engine, its Python, the
     module cache or the judge's files, which decide what verify reports after it (the judge's
     verdict). Its report is the kernels' word all the same (docs/architecture.md)."""
-    from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files
+    from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files, shared_memory_directories
 
-    writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches]
+    writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches,
+                *shared_memory_directories()]
     try:
         confine_unless_trusted(writable, gpu_device_files() if device.type == "cuda" else ())
     except Unconfined as e:

@@ -126,6 +126,13 @@ def _add_path_rule(libc, ruleset, path, rights):
         os.close(fd)
 
 
+def shared_memory_directories(directory="/dev/shm"):
+    """Where multiprocessing's semaphores (sem_open) are files: a confined process that compiles
+    with torch.compile needs it writable, as Inductor's compile pool is a process pool (without it
+    every kernel compiles in the one process, one at a time)."""
+    return [directory] if os.path.isdir(directory) else []
+
+
 def gpu_device_files(only_minor=None, directory="/dev"):
     """The NVIDIA driver's device files of this machine (/dev/nvidia0, nvidiactl, nvidia-uvm, ...);
     with `only_minor`, of its GPUs only /dev/nvidia<only_minor>: a process confined to them (and

@@ -1,9 +1,11 @@
 // `autokernel verify`: the model of the workspace's profile, as a user runs it — eager and under
 // torch.compile in each mode — by itself and with the plan's kernels applied (autokernel.apply),
 // each kernel plugged in only where it makes the whole model faster in the mode the plugging is
-// decided in (python/autokernel/verify.py, decide.py). Outputs are compared with eager; a
-// mismatch is a non-zero exit. Writes kernels.json (the built kernels, for apply and export) and
-// verify.json, and prints one table: PyTorch and ours per mode, and the ratios.
+// decided in (python/autokernel/verify.py, decide.py, in a confined process that loads the
+// kernels: its report is their word). The verdict is the judge's (verify_judged.h): the plugged-in
+// kernels checked and timed by a process that loads none. Writes kernels.json (the built kernels,
+// for apply and export), verify.json and judged.json, and prints the tables: verify's own, PyTorch
+// and ours per mode with the ratios, then the judge's; a mismatch or a rejection is a non-zero exit.
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
@@ -124,6 +126,18 @@ void print_timing(const json& v) {
             << duration(v["elapsed_s"].get<double>()) << "\n";
 }
 
+// verify's own process's report: its outputs' comparison, its decisions, its times.
+void print_exploration(const json& v) {
+  std::cout << "verify " << v["model"]["spec"].get<std::string>() << " (input "
+            << v["model"]["input_shape"].dump() << ", " << v["model"]["dtype"].get<std::string>() << ") on "
+            << v["device"]["name"].get<std::string>() << "\n\n";
+  print_outputs(v);
+  std::cout << "\n";
+  print_kernels(v);
+  print_timing(v);
+  std::cout << std::flush;
+}
+
 std::string first_mismatch(const json& v) {
   for (const auto& o : v["outputs"]) {
     if (o["ok"].get<bool>()) continue;
@@ -179,6 +193,7 @@ std::string epoch_seconds_now() {
 
 // The judge times each model until its noise settles or this many seconds pass.
 constexpr double kJudgeMaxTimeSeconds = 3;
+constexpr const char* kJudgedFile = "judged.json";
 
 // The longest compilation of the decide mode in verify's own measurements (0: none).
 double compile_seconds(const json& v) {
@@ -187,6 +202,39 @@ double compile_seconds(const json& v) {
     if (m.value("mode", std::string()) == v.value("decide_mode", std::string()) && m["compile_s"].is_number())
       longest = std::max(longest, m["compile_s"].get<double>());
   return longest;
+}
+
+// The bridge's command line: verify's own process, which loads the kernels, confined to the
+// workspace, `scratch` and its own compilers' caches (not those the judge's references compile into).
+std::vector<std::string> bridge_arguments(const VerifyOptions& o, const Profile& profile, const fs::path& out,
+                                          const std::string& started, const fs::path& scratch) {
+  const fs::path ws = o.workspace;
+  std::ostringstream budget;
+  budget << o.budget_s;
+  std::vector<std::string> args = {
+      "verify",     "--workspace", ws.string(), "--kernels",        (ws / kManifestFile).string(),
+      "--json-out", out.string(),  "--device",  profile.device_type};
+  args.insert(args.end(), {"--compile-modes", o.compile_modes, "--mode", o.mode, "--iterations",
+                           std::to_string(o.iterations), "--budget", budget.str(), "--started", started});
+  if (o.plug == "all") args.push_back("--no-decide");
+  args.insert(args.end(), {"--confine", "--scratch", scratch.string(), "--caches",
+                           (cache_dir() / "verify-caches").string()});
+  return args;
+}
+
+// verify's exit: its own process's outputs' check, that anything was checked, the judge's verdict.
+void throw_unless_passed(const json& v, double budget_s) {
+  if (!v["passed"].get<bool>())
+    throw Error(ErrorKind::Validation,
+                "verify: the model's outputs with our kernels differ from eager: " + first_mismatch(v));
+  const bool any_candidate =
+      std::ranges::any_of(v["kernels"], [](const json& k) { return k.value("candidate", false); });
+  if (any_candidate && v["outputs"].empty())  // nothing checked is not a pass
+    throw Error(ErrorKind::Timeout,
+                "verify: the budget (" + fixed(budget_s, 0, " s") +
+                    ") ran out before the model ran with our kernels; nothing was checked");
+  if (const std::string failure = v.contains("judged") ? judged_failure(v["judged"]) : ""; !failure.empty())
+    throw Error(ErrorKind::Validation, "verify: the judge rejected the model with our kernels: " + failure);
 }
 
 int run_verify(const VerifyOptions& o) {
@@ -211,21 +259,10 @@ int run_verify(const VerifyOptions& o) {
   };
   write_manifest();
   const fs::path out = ws / "verify.json";
-  std::ostringstream budget;
-  budget << o.budget_s;
-  std::vector<std::string> args = {
-      "verify",     "--workspace", ws.string(), "--kernels",        (ws / kManifestFile).string(),
-      "--json-out", out.string(),  "--device",  profile.device_type};
-  args.insert(args.end(), {"--compile-modes", o.compile_modes, "--mode", o.mode, "--iterations",
-                           std::to_string(o.iterations), "--budget", budget.str(), "--started", started});
-  if (o.plug == "all") args.push_back("--no-decide");
-  // The process loads the kernels: confined to the workspace, a scratch directory and its own
-  // compilers' caches (not those the judge's references compile into).
   const TempDirectory scratch("autokernel-verify");
-  args.insert(args.end(), {"--confine", "--scratch", scratch.path().string(), "--caches",
-                           (cache_dir() / "verify-caches").string()});
   fs::remove(out);
-  run_bridge(args, std::chrono::seconds(o.timeout_s));
+  fs::remove(ws / kJudgedFile);
+  run_bridge(bridge_arguments(o, profile, out, started, scratch.path()), std::chrono::seconds(o.timeout_s));
   auto v = json::parse(read_text_file(out));  // (after the bridge: a stale one is not read)
   // The workspace's kernels.json now says what verify decided, as an export's does: apply(model,
   // workspace=ws) plugs what won, not every candidate.
@@ -240,6 +277,7 @@ int run_verify(const VerifyOptions& o) {
       }
     write_manifest();
   }
+  if (!o.json) print_exploration(v);  // (before the judge: what it decided, while the judge works)
   // The verdict on what is plugged in comes from the judge, unless verify's own process already
   // failed the outputs (a kernel gains nothing by forging a failure).
   const bool judging = !o.no_judge && v["passed"].get<bool>();
@@ -248,31 +286,11 @@ int run_verify(const VerifyOptions& o) {
                                           : o.budget_s - (epoch_seconds() - std::stod(started));
     const auto runs = judged_runs(plugged, candidates, v["decide_mode"], left_s, compile_seconds(v));
     v["judged"] = judge_model(profile, manifest, runs, kJudgeMaxTimeSeconds, o.timeout_s);
-    kb::write_json(ws / "judged.json", v["judged"]);
+    kb::write_json(ws / kJudgedFile, v["judged"]);
+    if (!o.json) print_judged(std::cout, v["judged"]);
   }
-  if (o.json) {
-    std::cout << v.dump(2) << "\n";
-  } else {
-    std::cout << "verify " << v["model"]["spec"].get<std::string>() << " (input "
-              << v["model"]["input_shape"].dump() << ", " << v["model"]["dtype"].get<std::string>() << ") on "
-              << v["device"]["name"].get<std::string>() << "\n\n";
-    print_outputs(v);
-    std::cout << "\n";
-    print_kernels(v);
-    print_timing(v);
-    if (judging) print_judged(std::cout, v["judged"]);
-  }
-  if (!v["passed"].get<bool>())
-    throw Error(ErrorKind::Validation,
-                "verify: the model's outputs with our kernels differ from eager: " + first_mismatch(v));
-  const bool any_candidate =
-      std::ranges::any_of(v["kernels"], [](const json& k) { return k.value("candidate", false); });
-  if (any_candidate && v["outputs"].empty())  // nothing checked is not a pass
-    throw Error(ErrorKind::Timeout,
-                "verify: the budget (" + fixed(o.budget_s, 0, " s") +
-                    ") ran out before the model ran with our kernels; nothing was checked");
-  if (const std::string failure = judging ? judged_failure(v["judged"]) : ""; !failure.empty())
-    throw Error(ErrorKind::Validation, "verify: the judge rejected the model with our kernels: " + failure);
+  if (o.json) std::cout << v.dump(2) << "\n";
+  throw_unless_passed(v, o.budget_s);
   return 0;
 }
 
