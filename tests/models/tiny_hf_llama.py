@@ -28,3 +28,11 @@ class TinyLlama(nn.Module):
 
     def forward(self, input_ids):
         return self.model(input_ids=input_ids).logits
+
+
+class TinyLlamaWithCache(TinyLlama):
+    """The whole output, as transformers returns it with its cache on: logits and a DynamicCache
+    (the model judge flattens it as verify does)."""
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=True)

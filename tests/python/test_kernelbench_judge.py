@@ -148,6 +148,43 @@ class ModelCriterion(unittest.TestCase):
         self.assertIn("relative error 0.707", model.reason)
 
 
+class ModelProblem(unittest.TestCase):
+    def test_a_transformers_model_and_its_cache_are_judged_as_verify_compares_them(self):
+        # verify's verdict: a workspace's model as a problem, its ModelNew through the solver (whose
+        # guard must not take transformers' own additions to torch for the solution's), outputs
+        # flattened alike in every process: logits and each of two layers' keys and values.
+        import json
+        import os
+
+        from autokernel.kernelbench import problems
+
+        models = pathlib.Path(__file__).resolve().parents[1] / "models"
+        with tempfile.TemporaryDirectory() as directory:
+            directory = pathlib.Path(directory)
+            (directory / "model.json").write_text(json.dumps(
+                {"spec": f"{models}/tiny_hf_llama.py:TinyLlamaWithCache", "input_shape": [2, 16], "dtype": "fp32",
+                 "seed": 0, "device": "cpu"}))
+            (directory / "kernels.json").write_text(json.dumps({"format": "autokernel-kernels/1", "kernels": []}))
+            module = "from autokernel.kernelbench.model_problem import"
+            (directory / "problem.py").write_text(
+                f"{module} problem\nModel, get_inputs, get_init_inputs = problem({str(directory / 'model.json')!r})\n")
+            (directory / "solution.py").write_text(
+                f"{module} solution\nModelNew = solution({str(directory / 'model.json')!r}, "
+                f"{str(directory / 'kernels.json')!r}, [])\n")
+            loaded = problems.load(directory / "problem.py")
+            model = problems.build(loaded.Model, loaded, 0, torch.device("cpu"), torch.float32)
+            with torch.no_grad():
+                self.assertEqual(len(model(*problems.make_inputs(loaded, 1, "cpu", torch.float32))), 5)
+            settings = Settings(call_timeout_s=60, max_time_s=0.2, min_rounds=3, batch_target_s=0)
+            record = evaluate(directory / "problem.py", directory / "solution.py",
+                              Options(device="cpu", timing=False, baselines=(), settings=settings, trials=2,
+                                      build_timeout_s=120, criterion="model",
+                                      extensions_dir=os.path.join(directory, "extensions")))
+        self.assertEqual(record["status"], "PASS", record["reason"])
+        self.assertEqual(record["correctness"]["criterion"], "model")
+        self.assertEqual(record["correctness"]["relative_error"], 0.0)
+
+
 class Guard(unittest.TestCase):
     def test_disguised_replacements_are_named_and_torchs_own_wrappers_are_not(self):
         import torch._dynamo  # noqa: F401  (wraps torch.manual_seed when it loads)
