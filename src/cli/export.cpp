@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/print.h"
+#include "cli/verify_judged.h"
 #include "core/error.h"
 #include "core/paths.h"
 #include "core/python.h"
@@ -58,6 +59,9 @@ void prepare_out(const fs::path& out, bool force) {
 std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, const RunState& run,
                                       const BuildInfo& built) {
   const auto decisions = verify_decisions(ws);
+  // verify.json is what verify's own process (which loaded the kernels) wrote; the judge's records
+  // are this program's: a kernel is plugged in only where the judge passed it so.
+  const std::optional<JudgedVerdict> judged = read_judged(ws);
   std::vector<ManifestEntry> entries;
   for (const PlanModule& m : build_plan_modules(ws, passed, built.backend, built.arch)) {
     ManifestEntry e{m, true, "", 0, harness_problems(m.kernel, run.settings.quick)};
@@ -66,6 +70,11 @@ std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, co
     e.why = "passed the harness (" + microseconds(e.best_us) + " µs per call); verify has not decided";
     if (const auto d = decisions.find(m.kernel.name); d != decisions.end())
       std::tie(e.use, e.why) = d->second;
+    if (e.use && judged && !judged->plugged.contains(m.kernel.name) && decisions.contains(m.kernel.name)) {
+      e.use = false;
+      e.why =
+          std::string("verify decided it in, but the judge did not pass it plugged in (") + kJudgedFile + ")";
+    }
     entries.push_back(std::move(e));
   }
   return entries;
@@ -80,6 +89,10 @@ struct ExportedRun {
 };
 
 ExportedRun read_run(const fs::path& ws) {
+  if (const auto judged = read_judged(ws); judged && !judged->failure.empty())
+    throw Error(ErrorKind::Validation,
+                "verify's judge rejected the model with " + ws.string() + "'s kernels (" + judged->failure +
+                    "): nothing exported; fix the kernel and run `autokernel verify` again");
   Profile profile = read_profile(ws);
   const Plan plan = read_plan(ws);
   if (!fs::exists(ws / kRunStateFile))

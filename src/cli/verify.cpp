@@ -193,7 +193,6 @@ std::string epoch_seconds_now() {
 
 // The judge times each model until its noise settles or this many seconds pass.
 constexpr double kJudgeMaxTimeSeconds = 3;
-constexpr const char* kJudgedFile = "judged.json";
 
 // The longest compilation of the decide mode in verify's own measurements (0: none).
 double compile_seconds(const json& v) {

@@ -60,7 +60,7 @@ std::vector<JudgedRun> judged_runs(const std::vector<std::string>& plugged,
   constexpr double kTimedSeconds = 30;  // a run's processes, trials and timed rounds, on the H100's models
   if (plugged.empty())
     return candidates.empty() ? std::vector<JudgedRun>{}
-                              : std::vector{JudgedRun{"eager", candidates, false, 5}};
+                              : std::vector{JudgedRun{"eager", candidates, false, 5, false}};
   std::vector<JudgedRun> runs = {{"eager", plugged, left_s > kTimedSeconds, 5}};
   // compiled code is other code: checked again, timed against the reference compiled alike
   if (decide_mode != "eager" && left_s > 2 * kTimedSeconds + 2 * compile_s)
@@ -96,7 +96,8 @@ json judge_model(const Profile& profile, const json& manifest, const std::vector
     } catch (const Error& e) {
       record = kb::failed_record(json::object(), files.solution.string(), "ERROR", e.what());
     }
-    judged.push_back({{"mode", run.mode}, {"kernels", run.kernels}, {"record", record}});
+    judged.push_back(
+        {{"mode", run.mode}, {"kernels", run.kernels}, {"plugged", run.plugged}, {"record", record}});
   }
   return judged;
 }
@@ -146,6 +147,19 @@ std::string judged_failure(const json& judged) {
            ": " + r.value("reason", std::string());
   }
   return "";
+}
+
+std::optional<JudgedVerdict> read_judged(const fs::path& workspace) {
+  const fs::path file = workspace / kJudgedFile;
+  if (!fs::exists(file)) return std::nullopt;
+  const json judged = json::parse(read_text_file(file), nullptr, false);
+  if (judged.is_discarded() || !judged.is_array())
+    throw Error(ErrorKind::Io, file.string() + " is not the judge's records: run `autokernel verify` again");
+  JudgedVerdict verdict{judged_failure(judged), {}};
+  for (const auto& run : judged)
+    if (run.value("plugged", false) && run["record"].value("status", std::string()) == "PASS")
+      for (const auto& name : run["kernels"]) verdict.plugged.insert(name.get<std::string>());
+  return verdict;
 }
 
 }  // namespace ak::cli

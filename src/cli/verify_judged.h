@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,11 +18,15 @@
 
 namespace ak::cli {
 
+// The judge's records in a workspace (written by verify; removed when it starts again).
+inline constexpr const char* kJudgedFile = "judged.json";
+
 struct JudgedRun {
   std::string mode;                  // eager or a torch.compile mode
-  std::vector<std::string> kernels;  // plugged in
+  std::vector<std::string> kernels;  // judged together
   bool timing = true;
   int trials = 5;
+  bool plugged = true;  // the set verify plugs in (else every candidate, when none is plugged)
 };
 
 // The runs the judge makes within `left_s` seconds of verify's budget (infinity: none): the
@@ -40,5 +46,13 @@ nlohmann::json judge_model(const Profile& profile, const nlohmann::json& manifes
 // The judge's table, and its first failure ("" when every run passed).
 void print_judged(std::ostream& out, const nlohmann::json& judged);
 std::string judged_failure(const nlohmann::json& judged);
+
+// What the judge said in a workspace: its first failure ("" when every run passed) and the
+// kernels it passed plugged in; nothing where verify has not run with the judge.
+struct JudgedVerdict {
+  std::string failure;
+  std::set<std::string> plugged;
+};
+std::optional<JudgedVerdict> read_judged(const std::filesystem::path& workspace);
 
 }  // namespace ak::cli

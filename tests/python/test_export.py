@@ -228,6 +228,34 @@ class Export(unittest.TestCase):
         self.assertIn("was profiled on another device", run.stderr.strip().splitlines()[-1])
         self.assertFalse((self.dir / "two-devices").exists())
 
+    def test_what_the_judge_did_not_pass_is_not_exported(self):
+        # verify.json is what verify's own process wrote, and that process loaded the kernels;
+        # judged.json is the engine's, from the judge. A workspace the judge rejected exports
+        # nothing; a kernel verify.json says is in, which the judge did not pass plugged in, is
+        # exported out.
+        judged = json.loads((self.ws / "judged.json").read_text())
+        self.assertEqual([run["record"]["status"] for run in judged], ["PASS"], judged)
+        self.assertTrue(judged[0]["plugged"])
+        rejected = shutil.copytree(self.ws, self.dir / "rejected")
+        judged[0]["record"].update(status="INCORRECT", phase="trial 1 of 5", reason="output 0: relative error 0.7")
+        (rejected / "judged.json").write_text(json.dumps(judged))
+        run = engine("export", "--workspace", str(rejected), "--out", str(self.dir / "nothing"), check=False)
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        self.assertIn("verify's judge rejected the model", run.stderr.strip().splitlines()[-1])
+        self.assertIn("INCORRECT in trial 1 of 5", run.stderr.strip().splitlines()[-1])
+        self.assertFalse((self.dir / "nothing").exists())
+        narrower = shutil.copytree(self.ws, self.dir / "narrower")
+        judged[0]["record"]["status"] = "PASS"
+        before = {k["name"]: k["use"] for k in self.wheel["kernels"]}
+        out_of_it = next(name for name in judged[0]["kernels"] if before.get(name))
+        judged[0]["kernels"].remove(out_of_it)
+        (narrower / "judged.json").write_text(json.dumps(judged))
+        exported = engine("export", "--workspace", str(narrower), "--out", str(self.dir / "narrower-out"), "--json")
+        uses = {k["name"]: k["use"] for k in exported["kernels"]}
+        self.assertIn(out_of_it, uses, exported)
+        self.assertFalse(uses[out_of_it], exported)
+        self.assertTrue(all(uses[name] for name in judged[0]["kernels"] if name in uses), exported)
+
     def test_nothing_to_export_is_one_line(self):
         empty = self.dir / "empty"
         empty.mkdir()

@@ -148,38 +148,64 @@ class ModelCriterion(unittest.TestCase):
         self.assertIn("relative error 0.707", model.reason)
 
 
+def model_files(directory, spec, kernels_json=None, kernels=()):
+    """verify's problem and solution files for the model `spec` (cli/verify_judged.cpp writes these)."""
+    import json
+
+    directory = pathlib.Path(directory)
+    (directory / "model.json").write_text(json.dumps({"spec": spec, "input_shape": [2, 16], "dtype": "fp32",
+                                                      "seed": 0, "device": "cpu"}))
+    if kernels_json is None:
+        kernels_json = directory / "kernels.json"
+        kernels_json.write_text(json.dumps({"format": "autokernel-kernels/1", "kernels": []}))
+    module = "from autokernel.kernelbench.model_problem import"
+    (directory / "problem.py").write_text(
+        f"{module} problem\nModel, get_inputs, get_init_inputs = problem({str(directory / 'model.json')!r})\n")
+    (directory / "solution.py").write_text(
+        f"{module} solution\nModelNew = solution({str(directory / 'model.json')!r}, {str(kernels_json)!r}, "
+        f"{list(kernels)!r})\n")
+    return directory / "problem.py", directory / "solution.py"
+
+
 class ModelProblem(unittest.TestCase):
+    def test_the_model_compiled_is_judged_against_pytorch_compiled_alike(self):
+        # verify's decide mode on a GPU is torch.compile's default: the solution compiled in the
+        # mode, in its confined process (Inductor's compile pool needs /dev/shm), timed against
+        # the reference compiled in the same mode.
+        models = pathlib.Path(__file__).resolve().parents[1] / "models"
+        with tempfile.TemporaryDirectory() as directory:
+            problem, solution = model_files(directory, f"{models}/tiny_lm.py:TinyLM")
+            settings = Settings(call_timeout_s=120, max_time_s=0.5, min_rounds=3, batch_target_s=0)
+            record = evaluate(problem, solution, Options(device="cpu", baselines=("compile",), settings=settings,
+                                                         trials=1, build_timeout_s=300, criterion="model",
+                                                         solution_mode="max-autotune-no-cudagraphs",
+                                                         compile_mode="max-autotune-no-cudagraphs",
+                                                         extensions_dir=str(pathlib.Path(directory) / "extensions")))
+        self.assertEqual(record["status"], "PASS", record["reason"])
+        self.assertEqual(record["solution_mode"], "max-autotune-no-cudagraphs")
+        self.assertGreater(record["timing"]["solution"]["median_us"], 0)
+        self.assertGreater(record["timing"]["compile"]["median_us"], 0, record["timing"])
+        self.assertIn("compile", record["speedup"])
+
     def test_a_transformers_model_and_its_cache_are_judged_as_verify_compares_them(self):
         # verify's verdict: a workspace's model as a problem, its ModelNew through the solver (whose
         # guard must not take transformers' own additions to torch for the solution's), outputs
         # flattened alike in every process: logits and each of two layers' keys and values.
-        import json
         import os
 
         from autokernel.kernelbench import problems
 
         models = pathlib.Path(__file__).resolve().parents[1] / "models"
         with tempfile.TemporaryDirectory() as directory:
-            directory = pathlib.Path(directory)
-            (directory / "model.json").write_text(json.dumps(
-                {"spec": f"{models}/tiny_hf_llama.py:TinyLlamaWithCache", "input_shape": [2, 16], "dtype": "fp32",
-                 "seed": 0, "device": "cpu"}))
-            (directory / "kernels.json").write_text(json.dumps({"format": "autokernel-kernels/1", "kernels": []}))
-            module = "from autokernel.kernelbench.model_problem import"
-            (directory / "problem.py").write_text(
-                f"{module} problem\nModel, get_inputs, get_init_inputs = problem({str(directory / 'model.json')!r})\n")
-            (directory / "solution.py").write_text(
-                f"{module} solution\nModelNew = solution({str(directory / 'model.json')!r}, "
-                f"{str(directory / 'kernels.json')!r}, [])\n")
-            loaded = problems.load(directory / "problem.py")
+            problem, solution = model_files(directory, f"{models}/tiny_hf_llama.py:TinyLlamaWithCache")
+            loaded = problems.load(problem)
             model = problems.build(loaded.Model, loaded, 0, torch.device("cpu"), torch.float32)
             with torch.no_grad():
                 self.assertEqual(len(model(*problems.make_inputs(loaded, 1, "cpu", torch.float32))), 5)
             settings = Settings(call_timeout_s=60, max_time_s=0.2, min_rounds=3, batch_target_s=0)
-            record = evaluate(directory / "problem.py", directory / "solution.py",
-                              Options(device="cpu", timing=False, baselines=(), settings=settings, trials=2,
-                                      build_timeout_s=120, criterion="model",
-                                      extensions_dir=os.path.join(directory, "extensions")))
+            record = evaluate(problem, solution, Options(device="cpu", timing=False, baselines=(), settings=settings,
+                                                         trials=2, build_timeout_s=120, criterion="model",
+                                                         extensions_dir=os.path.join(directory, "extensions")))
         self.assertEqual(record["status"], "PASS", record["reason"])
         self.assertEqual(record["correctness"]["criterion"], "model")
         self.assertEqual(record["correctness"]["relative_error"], 0.0)
