@@ -202,6 +202,11 @@ class ModelProblem(unittest.TestCase):
             model = problems.build(loaded.Model, loaded, 0, torch.device("cpu"), torch.float32)
             with torch.no_grad():
                 self.assertEqual(len(model(*problems.make_inputs(loaded, 1, "cpu", torch.float32))), 5)
+            # The judge draws under its device's context (cuda on a GPU; meta stands in here): the
+            # model's own drawer, with its CPU generator, still places them where the model is.
+            with torch.device("meta"):
+                drawn = loaded.get_inputs()
+            self.assertEqual([t.device.type for t in drawn], ["cpu"])
             settings = Settings(call_timeout_s=60, max_time_s=0.2, min_rounds=3, batch_target_s=0)
             record = evaluate(problem, solution, Options(device="cpu", timing=False, baselines=(), settings=settings,
                                                          trials=2, build_timeout_s=120, criterion="model",

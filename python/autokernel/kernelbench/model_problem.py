@@ -71,8 +71,11 @@ def problem(path):
         loaded = _last_built.get("loaded")
         if loaded is None:
             raise RuntimeError("get_inputs() before Model(): the model's own input drawer makes the inputs")
-        # the judge seeded torch's generator: one draw of it seeds the model's own input maker
-        return list(loaded.draw(int(torch.randint(0, 2**62, (1,), device="cpu"))))
+        # The judge seeded torch's generator: one draw of it seeds the model's own input maker,
+        # which draws with a generator of its own on the CPU and places the inputs itself: out of
+        # the judge's device context (under torch.device("cuda") a CPU generator is an error).
+        with torch.device("cpu"):
+            return list(loaded.draw(int(torch.randint(0, 2**62, (1,)))))
 
     return Model, get_inputs, lambda: []
 
