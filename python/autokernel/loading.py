@@ -60,12 +60,7 @@ def pick_device(name):
     return torch.device(name)
 
 
-def is_user_spec(spec):
-    """Whether `spec` names a user's file (path/to/file.py:Class), not a shipped model."""
-    return ":" in spec and spec.rpartition(":")[0].endswith(".py")
-
-
-def user_class(spec):
+def _user_class(spec):
     path, _, class_name = spec.rpartition(":")
     file = pathlib.Path(path)
     if not file.is_file():
@@ -85,7 +80,7 @@ def user_class(spec):
 
 
 def _user_model(spec, shape_text):
-    cls = user_class(spec)
+    cls = _user_class(spec)
     try:
         model = cls()
     except Exception as e:
@@ -112,7 +107,7 @@ def load(spec, shape_text, dtype_name, device_name, seed=0):
     dtype, device = TORCH_DTYPES[dtype_name], pick_device(device_name)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    if is_user_spec(spec):
+    if ":" in spec and spec.rpartition(":")[0].endswith(".py"):
         model, shape, make_inputs = _user_model(spec, shape_text)
     else:
         try:

@@ -158,9 +158,9 @@ def verify(args, progress):
     if not profile_path.is_file():
         raise BridgeError(f"no {profile_path}: run `autokernel profile` first")
     model = json.loads(profile_path.read_text())["model"]
-    if args.confine and not (args.scratch and args.caches):
-        raise BridgeError("--confine needs --scratch and --caches")
     if args.confine:
+        if not (args.scratch and args.caches):
+            raise BridgeError("--confine needs --scratch and --caches")
         _private_directories(args)
     loaded = loading.load(model["spec"], ",".join(map(str, model["input_shape"])), model["dtype"], args.device,
                           model.get("seed", 0))

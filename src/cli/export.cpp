@@ -56,16 +56,24 @@ void prepare_out(const fs::path& out, bool force) {
   }
 }
 
-std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, const RunState& run,
-                                      const BuildInfo& built) {
-  const auto decisions = verify_decisions(ws);
+// One workspace's run, checked before anything is built or written.
+struct ExportedRun {
+  fs::path ws;
+  Profile profile;
+  RunState run;
+  Plan passed;
+  std::optional<JudgedVerdict> judged;  // verify's judge, where it ran
+};
+
+std::vector<ManifestEntry> entries_of(const ExportedRun& r, const BuildInfo& built) {
+  const auto decisions = verify_decisions(r.ws);
   // verify.json is what verify's own process (which loaded the kernels) wrote; the judge's records
   // are this program's: a kernel is plugged in only where the judge passed it so.
-  const std::optional<JudgedVerdict> judged = read_judged(ws);
+  const std::optional<JudgedVerdict>& judged = r.judged;
   std::vector<ManifestEntry> entries;
-  for (const PlanModule& m : build_plan_modules(ws, passed, built.backend, built.arch)) {
-    ManifestEntry e{m, true, "", 0, harness_problems(m.kernel, run.settings.quick)};
-    for (const KernelState& s : run.kernels)
+  for (const PlanModule& m : build_plan_modules(r.ws, r.passed, built.backend, built.arch)) {
+    ManifestEntry e{m, true, "", 0, harness_problems(m.kernel, r.run.settings.quick)};
+    for (const KernelState& s : r.run.kernels)
       if (s.name == m.kernel.name) e.best_us = s.best_us;
     e.why = "passed the harness (" + microseconds(e.best_us) + " µs per call); verify has not decided";
     if (const auto d = decisions.find(m.kernel.name); d != decisions.end())
@@ -80,16 +88,9 @@ std::vector<ManifestEntry> entries_of(const fs::path& ws, const Plan& passed, co
   return entries;
 }
 
-// One workspace's run, checked before anything is built or written.
-struct ExportedRun {
-  fs::path ws;
-  Profile profile;
-  RunState run;
-  Plan passed;
-};
-
 ExportedRun read_run(const fs::path& ws) {
-  if (const auto judged = read_judged(ws); judged && !judged->failure.empty())
+  std::optional<JudgedVerdict> judged = read_judged(ws);
+  if (judged && !judged->failure.empty())
     throw Error(ErrorKind::Validation,
                 "verify's judge rejected the model with " + ws.string() + "'s kernels (" + judged->failure +
                     "): nothing exported; fix the kernel and run `autokernel verify` again");
@@ -101,7 +102,7 @@ ExportedRun read_run(const fs::path& ws) {
                     ": nothing to export (`autokernel optimize` or `autokernel run` first)");
   RunState run = load_run_state(ws);
   Plan passed = passed_kernels(plan, run, ws);
-  return {ws, std::move(profile), std::move(run), std::move(passed)};
+  return {ws, std::move(profile), std::move(run), std::move(passed), std::move(judged)};
 }
 
 // Each run's kernels built, their sources named by absolute path (the package copies them from
@@ -109,7 +110,7 @@ ExportedRun read_run(const fs::path& ws) {
 json merged_manifest(const std::vector<ExportedRun>& runs, const BuildInfo& built) {
   std::vector<ManifestEntry> entries;
   for (const ExportedRun& r : runs) {
-    for (ManifestEntry& e : entries_of(r.ws, r.passed, r.run, built)) {
+    for (ManifestEntry& e : entries_of(r, built)) {
       e.module.kernel.file = (fs::absolute(r.ws) / e.module.kernel.file).string();
       const auto same = std::find_if(entries.begin(), entries.end(), [&](const ManifestEntry& kept) {
         return kept.module.kernel.name == e.module.kernel.name;

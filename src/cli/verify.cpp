@@ -185,9 +185,9 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string epoch_seconds_now() {
+std::string epoch_seconds_text(double seconds) {
   std::ostringstream out;
-  out << std::fixed << std::setprecision(3) << epoch_seconds();
+  out << std::fixed << std::setprecision(3) << seconds;
   return out.str();
 }
 
@@ -206,7 +206,7 @@ double compile_seconds(const json& v) {
 // The bridge's command line: verify's own process, which loads the kernels, confined to the
 // workspace, `scratch` and its own compilers' caches (not those the judge's references compile into).
 std::vector<std::string> bridge_arguments(const VerifyOptions& o, const Profile& profile, const fs::path& out,
-                                          const std::string& started, const fs::path& scratch) {
+                                          double started, const fs::path& scratch) {
   const fs::path ws = o.workspace;
   std::ostringstream budget;
   budget << o.budget_s;
@@ -214,7 +214,8 @@ std::vector<std::string> bridge_arguments(const VerifyOptions& o, const Profile&
       "verify",     "--workspace", ws.string(), "--kernels",        (ws / kManifestFile).string(),
       "--json-out", out.string(),  "--device",  profile.device_type};
   args.insert(args.end(), {"--compile-modes", o.compile_modes, "--mode", o.mode, "--iterations",
-                           std::to_string(o.iterations), "--budget", budget.str(), "--started", started});
+                           std::to_string(o.iterations), "--budget", budget.str(), "--started",
+                           epoch_seconds_text(started)});
   if (o.plug == "all") args.push_back("--no-decide");
   args.insert(args.end(), {"--confine", "--scratch", scratch.string(), "--caches",
                            (cache_dir() / "verify-caches").string()});
@@ -239,7 +240,7 @@ void throw_unless_passed(const json& v, double budget_s) {
 int run_verify(const VerifyOptions& o) {
   // The budget counts from here: building the plan's kernels, the custom ops' native code and
   // loading the model are part of what the user waits for.
-  const std::string started = epoch_seconds_now();
+  const double started = epoch_seconds();
   const fs::path ws = o.workspace;
   const Profile profile = read_profile(ws);
   const Plan plan = read_plan(ws);
@@ -281,8 +282,8 @@ int run_verify(const VerifyOptions& o) {
   // failed the outputs (a kernel gains nothing by forging a failure).
   const bool judging = !o.no_judge && v["passed"].get<bool>();
   if (judging) {
-    const double left_s = o.budget_s <= 0 ? std::numeric_limits<double>::infinity()
-                                          : o.budget_s - (epoch_seconds() - std::stod(started));
+    const double left_s =
+        o.budget_s <= 0 ? std::numeric_limits<double>::infinity() : o.budget_s - (epoch_seconds() - started);
     const auto runs = judged_runs(plugged, candidates, v["decide_mode"], left_s, compile_seconds(v));
     v["judged"] = judge_model(profile, manifest, runs, kJudgeMaxTimeSeconds, o.timeout_s);
     kb::write_json(ws / kJudgedFile, v["judged"]);

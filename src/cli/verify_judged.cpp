@@ -18,34 +18,32 @@ std::string python_string(const fs::path& path) {
   return json(path.string()).dump();
 }
 
-// The judge's problem and solution files for one run, in a directory only this process wrote: the
-// model as the profile describes it (read before any kernel ran), the manifest as this process
-// built it.
-struct JudgedFiles {
-  fs::path problem, solution;
-};
-
-JudgedFiles write_files(const fs::path& dir, const Profile& profile, const json& manifest,
-                        const JudgedRun& run) {
-  const fs::path model = dir / "model.json", kernels = dir / "kernels.json";
-  write_file_atomically(model, json{{"spec", profile.model.spec},
-                                    {"input_shape", profile.model.input_shape},
-                                    {"dtype", profile.model.dtype},
-                                    {"seed", profile.model.seed},
-                                    {"device", profile.device_type}}
-                                   .dump(1));
-  write_file_atomically(kernels, manifest.dump(1));
-  const JudgedFiles files{dir / "problem.py", dir / ("solution_" + run.mode + ".py")};
-  write_file_atomically(files.problem,
+// The judge's problem, in a directory only this process wrote: the model as the profile describes
+// it (read before any kernel ran) and the manifest as this process built it. Returns problem.py.
+fs::path write_problem(const fs::path& dir, const Profile& profile, const json& manifest) {
+  write_file_atomically(dir / "model.json", json{{"spec", profile.model.spec},
+                                                 {"input_shape", profile.model.input_shape},
+                                                 {"dtype", profile.model.dtype},
+                                                 {"seed", profile.model.seed},
+                                                 {"device", profile.device_type}}
+                                                .dump(1));
+  write_file_atomically(dir / "kernels.json", manifest.dump(1));
+  write_file_atomically(dir / "problem.py",
                         "from autokernel.kernelbench.model_problem import problem\n\n"
                         "Model, get_inputs, get_init_inputs = problem(" +
-                            python_string(model) + ")\n");
-  write_file_atomically(files.solution,
+                            python_string(dir / "model.json") + ")\n");
+  return dir / "problem.py";
+}
+
+// One run's ModelNew beside the problem: the model with the run's kernels applied.
+fs::path write_solution(const fs::path& dir, const JudgedRun& run) {
+  const fs::path solution = dir / ("solution_" + run.mode + ".py");
+  write_file_atomically(solution,
                         "from autokernel.kernelbench.model_problem import solution\n\n"
                         "ModelNew = solution(" +
-                            python_string(model) + ", " + python_string(kernels) + ", " +
-                            json(run.kernels).dump() + ")\n");
-  return files;
+                            python_string(dir / "model.json") + ", " + python_string(dir / "kernels.json") +
+                            ", " + json(run.kernels).dump() + ")\n");
+  return solution;
 }
 
 std::string mode_label(const std::string& mode) {
@@ -74,8 +72,9 @@ json judge_model(const Profile& profile, const json& manifest, const std::vector
   if (runs.empty()) return judged;
   kb::make_undumpable();  // the judge's record reaches this process through a pipe it holds
   const TempDirectory dir("autokernel-verify-judge");
+  const fs::path problem = write_problem(dir.path(), profile, manifest);
   for (const JudgedRun& run : runs) {
-    const JudgedFiles files = write_files(dir.path(), profile, manifest, run);
+    const fs::path solution = write_solution(dir.path(), run);
     kb::EvalSettings settings;
     settings.device = profile.device_type;
     settings.precision = profile.model.dtype;
@@ -92,9 +91,9 @@ json judge_model(const Profile& profile, const json& manifest, const std::vector
               << "\n";
     json record;
     try {
-      record = kb::evaluate(".", files.problem.string(), files.solution, settings, true);
+      record = kb::evaluate(".", problem.string(), solution, settings, true);
     } catch (const Error& e) {
-      record = kb::failed_record(json::object(), files.solution.string(), "ERROR", e.what());
+      record = kb::failed_record(json::object(), solution.string(), "ERROR", e.what());
     }
     judged.push_back(
         {{"mode", run.mode}, {"kernels", run.kernels}, {"plugged", run.plugged}, {"record", record}});

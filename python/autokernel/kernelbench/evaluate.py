@@ -200,7 +200,7 @@ def _judge_solution(judge, solution, options, record, seconds, progress):
 def _baseline(judge, mode, options, flush):
     solver = None
     try:
-        solver_mode, compile_options = _mode(options.compile_mode or "default") if mode == "compile" else ("eager", {})
+        solver_mode, compile_options = _mode(mode if mode == "eager" else options.compile_mode or "default")
         solver, _ = judge.spawn(judge.loaded.problem.path, "Model", solver_mode, False, options.build_timeout_s,
                                 f"reference-{mode}", caches=reference_caches_dir(), compile_options=compile_options)
         settings = options.settings

@@ -44,13 +44,8 @@ def _flat(output):
 
 
 def problem(path):
-    """(Model, get_inputs, get_init_inputs) for the model described in the JSON file at `path`. A
-    user's model file is run here once, with whatever it imports (transformers): the judge's
-    solution process loads the problem before any solution code, so what those imports change
-    is theirs, not the solution's."""
+    """(Model, get_inputs, get_init_inputs) for the model described in the JSON file at `path`."""
     model = _read(path)
-    if loading.is_user_spec(model["spec"]):
-        loading.user_class(model["spec"])
 
     class Model(nn.Module):
         def __init__(self):

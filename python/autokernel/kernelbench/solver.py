@@ -86,8 +86,8 @@ class Solver:
     def load(self):
         plan = self.plan
         try:
-            # The problem is the trusted reference: what its own imports change (transformers adds to
-            # torch.nn.Module) is in the snapshot, which is taken before any of the solution's code runs.
+            # The problem is the trusted reference: what its own imports change is in the snapshot,
+            # which is taken before any of the solution's code runs.
             loaded = problems.load(plan["problem"], plan["shrink"])
         except BaseException as e:
             raise Failure("build", one_line(e)) from None
@@ -109,7 +109,7 @@ class Solver:
         self.check_patches()
 
     def check_patches(self):
-        if not self.plan["guard"] or self.snapshot is None:
+        if not self.plan["guard"]:
             return
         replaced = self.snapshot.replaced()
         if replaced:
