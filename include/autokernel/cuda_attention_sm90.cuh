@@ -22,11 +22,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
     const Work<Spread, Keys> w(p, item);
     const int kv_h = w.h / p.group;
     // A fresh barrier counts its previous phase as done.
+    trace(0, round, kItemBegin);
     mbar_wait_suspended(bar.q.empty(round), bar.q.phase(round) ^ 1);
     mbar_arrive_expect_tx(bar.q.full(round), L::kQBytes);
     const uint32_t q = smem + (round % L::kQBuffers) * L::kQBytes;
     for (int dh = 0; dh < L::kSlabs; ++dh)
       tma_load_4d(q + dh * kSlabBytes, mq, dh * 64, w.m0, w.h, w.b, bar.q.full(round));
+    trace(0, round, kQReady);
     for (int tile = 0; tile < w.n_tiles; ++tile, ++slot) {
       mbar_wait_suspended(bar.k.empty(slot), bar.k.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.k.full(slot), L::kKBytes);
@@ -41,6 +43,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
           tma_load_4d(v + kh * L::kVGroupBytes + dh * L::kVBoxBytes, mv, dh * 64,
                       tile * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.v.full(slot));
     }
+    trace(0, round, kLastPvIssued);
   });
 }
 
@@ -60,6 +63,7 @@ struct Consumer {
   uint32_t pa[Keys / 16][4];  // P of the tile in flight, as the register A operand
   float rescale[2];           // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
+  int round = 0;  // this block's item number (for trace alone)
 
   // Masks (with Mask: keys past the sequence and, causal, past each row's diagonal), folds the
   // tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
@@ -203,12 +207,14 @@ struct Consumer {
     pass_turn(false);
     wgmma_wait<0>();
     settle(s);
+    trace(c + 1, round, kFirstScores);
     release(bar.k, 0);
     if (masked(0))
       softmax<true>(s, p, 0, first_row);
     else
       softmax<false>(s, p, 0, first_row);
     take(s);
+    trace(c + 1, round, kFirstSoftmax);
     // S(tile + 1) and P(tile) V(tile) in flight together; the softmax of S(tile + 1) under P V.
     const auto step = [&](int tile, auto mask) {
       const int n1 = (tile + 1) * Keys;
@@ -240,9 +246,11 @@ struct Consumer {
     rescale_o();
     wgmma_fence();
     issue_pv(v_tile(active - 1));
+    trace(c + 1, round, kLastPvIssued);
     pass_turn(true);
     wgmma_wait<0>();
     settle_pv();
+    trace(c + 1, round, kLastPvDone);
     release(bar.v, active - 1);
 #pragma unroll 1
     for (int tile = active; tile < n_tiles; ++tile) {
@@ -274,18 +282,22 @@ struct Consumer {
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
                                             const Out& out) {
     int slot = 0;
-    for_each_item<Spread>(p, [&](int item, int round) {
+    for_each_item<Spread>(p, [&](int item, int item_round) {
       const Work<Spread, Keys> w(p, item);
+      round = item_round;
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
       rows[0] = rows[1] = ak_cuda::RowState{};
+      trace(c + 1, round, kItemBegin);
       mbar_wait(bar.q.full(round), bar.q.phase(round));
+      trace(c + 1, round, kQReady);
       // A causal warpgroup has nothing to add from tiles that start past its last row.
       const int wg_last = w.m0 + 64 * c + 63;
       const int active = p.causal ? min(w.n_tiles, wg_last / Keys + 1) : w.n_tiles;
       run(smem, smem + (round % L::kQBuffers) * L::kQBytes, bar, p, w.m0, slot, w.n_tiles, active);
       if (lane == 0) mbar_arrive(bar.q.empty(round));
       store(out, w.b, w.h, w.m0, p.seq);
+      trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
   }
@@ -297,11 +309,13 @@ __global__ void __launch_bounds__(kThreads, 1)
                     const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
 #if AK_SM90_CODE
   using L = Layout<D, Keys>;
+  trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kItemBegin);
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (ak_gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
   const Barriers<D, Keys> bar(smem + L::kBarriers);
   const auto init = [&] {
     for (const Ring& ring : {bar.q, bar.k, bar.v}) init_ring(ring.bars, ring.depth, kConsumerWarps);
+    for (const CUtensorMap* map : {&mq, &mk, &mv}) prefetch_tensormap(map);
   };
   const auto producer = [&] { produce<D, Keys, Spread>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups<L::kProducerRegs, L::kConsumerRegs>(init, producer, [&](int consumer) {
@@ -314,6 +328,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     w.lane = static_cast<int>(threadIdx.x % 32);
     w.template run_items<Spread>(smem, bar, p, out);
   });
+  trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kStored);
 #else
   __trap();
 #endif

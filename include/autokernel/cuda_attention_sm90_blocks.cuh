@@ -15,6 +15,7 @@
 
 #include "autokernel/attention_schedule.h"
 #include "autokernel/cuda_attention.cuh"
+#include "autokernel/cuda_attention_trace.cuh"
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_sm90.cuh"
 

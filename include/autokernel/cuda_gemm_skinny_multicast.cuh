@@ -44,7 +44,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * S::kStageBytes;
   const int rank = static_cast<int>(sm90::cluster_rank()), peer = rank ^ 1;
-  if (threadIdx.x == 0) sm90::init_ring(bars, Stages, 2 * kConsumerWarps);
+  if (threadIdx.x == 0) {
+    sm90::init_ring(bars, Stages, 2 * kConsumerWarps);
+    sm90::prefetch_tensormap(&map_a_half);
+    sm90::prefetch_tensormap(&map_w);
+  }
   sm90::cluster_sync();
   const int cluster = static_cast<int>(blockIdx.x) / 2, clusters = static_cast<int>(gridDim.x) / 2;
   const auto pairs = [&](auto&& piece) {

@@ -150,7 +150,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * S::kStageBytes;
-  if (threadIdx.x == 0) sm90::init_ring(bars, Stages, kConsumerWarps);
+  if (threadIdx.x == 0) {
+    sm90::init_ring(bars, Stages, kConsumerWarps);
+    sm90::prefetch_tensormap(&map_a);
+    sm90::prefetch_tensormap(&map_w);
+  }
   __syncthreads();
   constexpr bool kStreamK = std::is_same_v<Work, stream_k::Plan>;
   if (threadIdx.x == 0) {

@@ -312,7 +312,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * W::kStageBytes + (W::kStaged ? W::kStagingBytes : 0);
   split_warpgroups(
-      [&] { init_ring(bars, Stages, kConsumerWarps); },
+      [&] {
+        init_ring(bars, Stages, kConsumerWarps);
+        prefetch_tensormap(&map_a);
+        prefetch_tensormap(&map_b0);
+        if constexpr (NB > 1) prefetch_tensormap(&map_b1);
+        if (g.staged) prefetch_tensormap(&map_c);
+      },
       [&] { produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g); },
       [&](int consumer) { consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, consumer); });
 #else

@@ -147,7 +147,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + kStages * kStageBytes;
   split_warpgroups(
-      [&] { init_ring(bars, kStages, kConsumerWarps); },
+      [&] {
+        init_ring(bars, kStages, kConsumerWarps);
+        for (const CUtensorMap* map : {&a_hi, &a_lo, &b_hi, &b_lo}) prefetch_tensormap(map);
+      },
       [&] {
         const CUtensorMap* const maps[4] = {&a_hi, &a_lo, &b_hi, &b_lo};  // TMA reads them in param space
         produce(maps, smem, bars, g);

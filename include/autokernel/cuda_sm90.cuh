@@ -210,6 +210,13 @@ __device__ __forceinline__ void mbar_wait_suspended(uint32_t bar, uint32_t parit
   }
 }
 
+// Brings `map` (a __grid_constant__ parameter) into the TMA unit's descriptor cache, so that a
+// block's first copy does not also wait for the descriptor's fetch (CUTLASS's kernels do this at
+// their start). Call once per map, before the first copy that reads it.
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
 // Box (x = column, y = row) of `map` into shared memory, completing on `bar`.
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
   asm volatile(

@@ -95,6 +95,10 @@ TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
                                {{"LAZY_RESCALE", "1"}, {"PERSISTENT", "0"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
                                {{"KEYS", "176"}});
+  // The trace marks bench/attention_timeline.cu builds the kernel with: a trace that spilled would
+  // time a different kernel from the one it explains.
+  expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
+                               {{"AK_ATTENTION_TRACE", "1"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
                                {{"SKINNY_MAX_M", "64"}, {"SKINNY_STAGED", "0"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
