@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,40 @@ __global__ void fill_uniform(T* x, int64_t n, uint32_t seed) {
     h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
     x[i] = static_cast<T>(static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
   }
+}
+
+// The plain definition, one thread per query row in fp32, for the check of the kernel's output:
+// the largest absolute difference over all of o goes to worst[0], the largest magnitude of the
+// definition's output to worst[1] (as the bits of non-negative floats).
+template <typename T>
+__global__ void reference_error(const T* q, const T* k, const T* v, const T* o, int heads, int kv_heads,
+                                int seq, int dim, float scale, int causal, int64_t rows, unsigned* worst) {
+  const int64_t row = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (row >= rows) return;
+  const int i = static_cast<int>(row % seq), h = static_cast<int>(row / seq % heads);
+  const int64_t b = row / seq / heads, kv = (b * kv_heads + h / (heads / kv_heads)) * seq;
+  float out[128] = {}, top = -INFINITY, sum = 0.0f;
+  const int keys = causal ? i + 1 : seq;
+  for (int j = 0; j < keys; ++j) {
+    float dot = 0.0f;
+    for (int x = 0; x < dim; ++x)
+      dot += static_cast<float>(q[row * dim + x]) * static_cast<float>(k[(kv + j) * dim + x]);
+    top = fmaxf(top, dot * scale);
+  }
+  for (int j = 0; j < keys; ++j) {
+    float dot = 0.0f;
+    for (int x = 0; x < dim; ++x)
+      dot += static_cast<float>(q[row * dim + x]) * static_cast<float>(k[(kv + j) * dim + x]);
+    const float p = __expf(dot * scale - top);
+    sum += p;
+    for (int x = 0; x < dim; ++x) out[x] += p * static_cast<float>(v[(kv + j) * dim + x]);
+  }
+  float err = 0.0f;
+  for (int x = 0; x < dim; ++x) err = fmaxf(err, fabsf(out[x] / sum - static_cast<float>(o[row * dim + x])));
+  float top_out = 0.0f;
+  for (int x = 0; x < dim; ++x) top_out = fmaxf(top_out, fabsf(out[x] / sum));
+  atomicMax(worst, __float_as_uint(err));
+  atomicMax(worst + 1, __float_as_uint(top_out));
 }
 
 struct Tensor {
@@ -185,6 +220,33 @@ int main(int argc, char** argv) {
     check(cudaMemcpy(&marks[i], marks_device, sizeof(Marks), cudaMemcpyDeviceToHost), "read marks");
 #endif
   }
+  // The output checked before any figure is printed: a fast wrong kernel explains nothing.
+  unsigned* worst_device = nullptr;
+  unsigned worst_bits[2] = {};
+  check(cudaMalloc(&worst_device, sizeof(worst_bits)), "cudaMalloc");
+  check(cudaMemset(worst_device, 0, sizeof(worst_bits)), "cudaMemset");
+  const int64_t rows = b * h * s;
+  const auto blocks_for = [](int64_t n) { return static_cast<unsigned>((n + 127) / 128); };
+  if (dtype == AK_F16)
+    reference_error<<<blocks_for(rows), 128>>>(
+        static_cast<const __half*>(q.data), static_cast<const __half*>(k.data),
+        static_cast<const __half*>(v.data), static_cast<const __half*>(o.data), h, kv, s, d, call.scalars[0],
+        causal, rows, worst_device);
+  else
+    reference_error<<<blocks_for(rows), 128>>>(
+        static_cast<const __nv_bfloat16*>(q.data), static_cast<const __nv_bfloat16*>(k.data),
+        static_cast<const __nv_bfloat16*>(v.data), static_cast<const __nv_bfloat16*>(o.data), h, kv, s, d,
+        call.scalars[0], causal, rows, worst_device);
+  check(cudaMemcpy(worst_bits, worst_device, sizeof(worst_bits), cudaMemcpyDeviceToHost), "reference check");
+  cudaFree(worst_device);
+  float worst[2];
+  std::memcpy(worst, worst_bits, sizeof(worst));
+  // A row stored from the wrong item or half-summed differs by about the output's own size; the
+  // 16-bit P and the rounded output stay within a few units of the dtype's last place of it.
+  const bool correct = worst[0] <= (dtype == AK_F16 ? 0.005f : 0.02f) * worst[1];
+  std::printf("output against the fp32 definition: largest difference %.2e, largest output %.2e (%s)\n",
+              worst[0], worst[1], correct ? "PASS" : "FAIL");
+  if (!correct) return 1;
   std::sort(us.begin(), us.end());
   int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");

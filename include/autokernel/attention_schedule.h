@@ -94,4 +94,18 @@ AK_SCHEDULE_FN void for_each_item_of(const Problem& p, int grid, int block, F&& 
   }
 }
 
+// The item block `block` takes in round `round` (for_each_item_of's order), or -1 past its last:
+// what a block that looks one item ahead (AK_ATTENTION_CHAIN) takes next.
+template <bool Spread>
+AK_SCHEDULE_FN int item_of_round(const Problem& p, int grid, int block, int round) {
+  int item;
+  if constexpr (Spread) {
+    item = round * grid + ((round & 1) ? grid - 1 - block : block);
+  } else {
+    const int unit = p.unit();
+    item = (block + (round / unit) * grid) * unit + round % unit;
+  }
+  return item < p.items ? item : -1;
+}
+
 }  // namespace ak_attention_sm90

@@ -177,96 +177,132 @@ struct Consumer {
       if (!(last && c == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
   }
 
-  // One item's key tiles, ring positions slot0 + [0, n_tiles): [0, active) (active >= 1) hold keys
-  // for this warpgroup; the rest are only released. K(t) goes back once S(t) is done, V(t) once
-  // P(t) V(t) is.
-  __device__ __forceinline__ void run(uint32_t smem, uint32_t q, const Barriers<D, Keys>& bar,
-                                      const Problem& p, int m0, int slot0, int n_tiles, int active) {
-    const int wg_first = m0 + 64 * c, first_row = wg_first + 16 * warp;
-    const auto k_tile = [&](int tile) { return smem + L::k_at(slot0 + tile); };
-    const auto v_tile = [&](int tile) { return smem + L::v_at(slot0 + tile); };
-    const auto wait_full = [&](const Ring& ring, int tile) {
-      mbar_wait(ring.full(slot0 + tile), ring.phase(slot0 + tile));
-    };
-    const auto release = [&](const Ring& ring, int tile) {
-      if (lane == 0) mbar_arrive(ring.empty(slot0 + tile));
-    };
-    const auto masked = [&](int n0) { return n0 + Keys > p.seq || (p.causal && n0 + Keys - 1 > wg_first); };
-    // Tiles [0, plain) need no mask: they end within the sequence and, causal, at or before every
-    // row's diagonal. Their softmax is compiled without the masking branch: with it, ptxas moved
-    // the wait for P V above the softmax, so that the two no longer overlapped.
-    const int plain = p.causal ? min(p.seq / Keys, (wg_first + 1) / Keys) : p.seq / Keys;
-    float s[Keys / 2];
-    // active >= 1: every query row sees key 0. Branch-free wgmma paths keep ptxas from
-    // serializing the asynchronous groups.
-    if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
-    wait_full(bar.k, 0);
+  // An item as this warpgroup takes it: its Q buffer, the ring position of its first key tile,
+  // its rows, the key tiles it reads ([0, active), active >= 1: every query row sees key 0) and
+  // those it reads unmasked ([0, plain): they end within the sequence and, causal, at or before
+  // every row's diagonal). The tiles past active it only hands back.
+  struct Item {
+    uint32_t q;
+    int slot0, n_tiles, active, plain, wg_first, first_row;
+  };
+  __device__ __forceinline__ Item item_at(uint32_t smem, const Problem& p, int m0, int n_tiles, int slot0,
+                                          int item_round) const {
+    Item it;
+    it.q = smem + (item_round % L::kQBuffers) * L::kQBytes;
+    it.slot0 = slot0;
+    it.n_tiles = n_tiles;
+    it.wg_first = m0 + 64 * c;
+    it.first_row = it.wg_first + 16 * warp;
+    // A causal warpgroup has nothing to add from tiles that start past its last row.
+    it.active = p.causal ? min(n_tiles, (it.wg_first + 63) / Keys + 1) : n_tiles;
+    it.plain = p.causal ? min(p.seq / Keys, (it.wg_first + 1) / Keys) : p.seq / Keys;
+    return it;
+  }
+
+  __device__ __forceinline__ void wait_full(const Ring& ring, int at) const { mbar_wait(ring.full(at), ring.phase(at)); }
+  __device__ __forceinline__ void release(const Ring& ring, int at) const {
+    if (lane == 0) mbar_arrive(ring.empty(at));
+  }
+
+  // The softmax of an item's first key tile. The tiles that need no mask are compiled without the
+  // masking branch: with it, ptxas moved the wait for P V above the softmax meant to run under it.
+  __device__ __forceinline__ void first_softmax(float (&s)[Keys / 2], const Problem& p, const Item& it) {
+    if (Keys > p.seq || (p.causal && Keys - 1 > it.wg_first))
+      softmax<true>(s, p, 0, it.first_row);
+    else
+      softmax<false>(s, p, 0, it.first_row);
+  }
+
+  // S of the item's first key tile, alone, then its softmax into P.
+  __device__ __forceinline__ void first_tile(float (&s)[Keys / 2], uint32_t smem, const Barriers<D, Keys>& bar,
+                                             const Problem& p, const Item& it) {
+    wait_full(bar.k, it.slot0);
     await_turn();
     wgmma_fence();
-    issue_scores(s, q, k_tile(0));
+    issue_scores(s, it.q, smem + L::k_at(it.slot0));
     pass_turn(false);
     wgmma_wait<0>();
     settle(s);
     trace(c + 1, round, kFirstScores);
-    release(bar.k, 0);
-    if (masked(0))
-      softmax<true>(s, p, 0, first_row);
-    else
-      softmax<false>(s, p, 0, first_row);
+    release(bar.k, it.slot0);
+    first_softmax(s, p, it);
     take(s);
     trace(c + 1, round, kFirstSoftmax);
-    // S(tile + 1) and P(tile) V(tile) in flight together; the softmax of S(tile + 1) under P V.
+  }
+
+  // Tiles [0, active - 1): S(tile + 1) and P(tile) V(tile) in flight together, the softmax of
+  // S(tile + 1) under P V. K(t) goes back once S(t) is done, V(t) once P(t) V(t) is. Branch-free
+  // wgmma paths keep ptxas from serializing the asynchronous groups.
+  __device__ __forceinline__ void steps(float (&s)[Keys / 2], uint32_t smem, const Barriers<D, Keys>& bar,
+                                        const Problem& p, const Item& it) {
     const auto step = [&](int tile, auto mask) {
-      const int n1 = (tile + 1) * Keys;
-      wait_full(bar.k, tile + 1);
-      wait_full(bar.v, tile);
+      const int at = it.slot0 + tile, n1 = (tile + 1) * Keys;
+      wait_full(bar.k, at + 1);
+      wait_full(bar.v, at);
       await_turn();
       wgmma_fence();
-      issue_scores(s, q, k_tile(tile + 1));
+      issue_scores(s, it.q, smem + L::k_at(at + 1));
       rescale_o();
       wgmma_fence();
-      issue_pv(v_tile(tile));
+      issue_pv(smem + L::v_at(at));
       pass_turn(false);
       wgmma_wait<1>();  // S(tile + 1) is done; P(tile) V(tile) may still run
       settle(s);
-      release(bar.k, tile + 1);
-      softmax<decltype(mask)::value>(s, p, n1, first_row);
+      release(bar.k, at + 1);
+      softmax<decltype(mask)::value>(s, p, n1, it.first_row);
       wgmma_wait<0>();
       settle_pv();
-      release(bar.v, tile);
+      release(bar.v, at);
       take(s);
     };
     int tile = 0;
 #pragma unroll 1
-    for (; tile + 1 < min(plain, active); ++tile) step(tile, std::false_type{});
+    for (; tile + 1 < min(it.plain, it.active); ++tile) step(tile, std::false_type{});
 #pragma unroll 1
-    for (; tile + 1 < active; ++tile) step(tile, std::true_type{});
-    wait_full(bar.v, active - 1);
+    for (; tile + 1 < it.active; ++tile) step(tile, std::true_type{});
+  }
+
+  // The item's last P V alone (`last`: the block's last issue), then the tiles it does not read
+  // handed back once their copies have landed.
+  __device__ __forceinline__ void last_tile(uint32_t smem, const Barriers<D, Keys>& bar, const Item& it, bool last) {
+    const int at = it.slot0 + it.active - 1;
+    wait_full(bar.v, at);
     await_turn();
     rescale_o();
     wgmma_fence();
-    issue_pv(v_tile(active - 1));
+    issue_pv(smem + L::v_at(at));
     trace(c + 1, round, kLastPvIssued);
-    pass_turn(true);
+    pass_turn(last);
     wgmma_wait<0>();
     settle_pv();
     trace(c + 1, round, kLastPvDone);
-    release(bar.v, active - 1);
+    release(bar.v, at);
 #pragma unroll 1
-    for (int tile = active; tile < n_tiles; ++tile) {
-      wait_full(bar.k, tile);  // the copies must land before their buffers are handed back
-      release(bar.k, tile);
-      wait_full(bar.v, tile);
-      release(bar.v, tile);
+    for (int at = it.slot0 + it.active; at < it.slot0 + it.n_tiles; ++at) {
+      wait_full(bar.k, at);
+      release(bar.k, at);
+      wait_full(bar.v, at);
+      release(bar.v, at);
     }
   }
 
-  __device__ __forceinline__ void store(const Out& out, int b, int h, int m0, int seq) const {
+  // A fresh item: O and the row states cleared, its Q waited for.
+  __device__ __forceinline__ void begin_item(const Barriers<D, Keys>& bar) {
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+    rows[0] = rows[1] = ak_cuda::RowState{};
+    trace(c + 1, round, kItemBegin);
+    mbar_wait(bar.q.full(round), bar.q.phase(round));
+    trace(c + 1, round, kQReady);
+  }
+
+  __device__ __forceinline__ void store(const Out& out, int b, int h, int m0, int seq,
+                                       const ak_cuda::RowState (&done)[2]) const {
     const int g = lane / 4, t = lane % 4;
     T* base = static_cast<T*>(out.o) + b * out.sb + h * out.sh;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float inv = 1.0f / ak_cuda::quad_sum(rows[r].sum);
+      const float inv = 1.0f / ak_cuda::quad_sum(done[r].sum);
       const int row = m0 + 64 * c + 16 * warp + g + 8 * r;
       if (row >= seq) continue;
       T* dst = base + row * out.ss + 2 * t;
@@ -285,21 +321,96 @@ struct Consumer {
     for_each_item<Spread>(p, [&](int item, int item_round) {
       const Work<Spread, Keys> w(p, item);
       round = item_round;
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-      rows[0] = rows[1] = ak_cuda::RowState{};
-      trace(c + 1, round, kItemBegin);
-      mbar_wait(bar.q.full(round), bar.q.phase(round));
-      trace(c + 1, round, kQReady);
-      // A causal warpgroup has nothing to add from tiles that start past its last row.
-      const int wg_last = w.m0 + 64 * c + 63;
-      const int active = p.causal ? min(w.n_tiles, wg_last / Keys + 1) : w.n_tiles;
-      run(smem, smem + (round % L::kQBuffers) * L::kQBytes, bar, p, w.m0, slot, w.n_tiles, active);
+      begin_item(bar);
+      const Item it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
+      float s[Keys / 2];
+      if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
+      first_tile(s, smem, bar, p, it);
+      steps(s, smem, bar, p, it);
+      last_tile(smem, bar, it, true);
       if (lane == 0) mbar_arrive(bar.q.empty(round));
-      store(out, w.b, w.h, w.m0, p.seq);
+      store(out, w.b, w.h, w.m0, p.seq, rows);
       trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
+  }
+
+  // run_items with the items chained (AK_ATTENTION_CHAIN): an item's last P V goes to the tensor
+  // cores with the next item's first S, whose softmax then runs under that P V, so that neither
+  // runs alone at the seam between two items (at 512 keys an item is 4 key tiles). The next Q
+  // loads while this one is read, so chaining takes two Q buffers; and D = 64 (at 128 the seam's
+  // scores, O and P spill 400 bytes a thread, and long rows have few seams). A causal item whose
+  // warpgroup skips tiles (active < n_tiles) ends unchained, and so does the block's last item.
+  // Ping-pong: warpgroup 1's first arrive stands in for its last issue's, once per block.
+  template <bool Spread>
+  __device__ __forceinline__ void run_items_chained(uint32_t smem, const Barriers<D, Keys>& bar,
+                                                    const Problem& p, const Out& out) {
+    const int grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
+    int item = item_of_round<Spread>(p, grid, block, 0);
+    if (item < 0) return;
+    round = 0;
+    Work<Spread, Keys> w(p, item);
+    Item it = item_at(smem, p, w.m0, w.n_tiles, 0, round);
+    float s[Keys / 2];
+    begin_item(bar);
+    if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
+    first_tile(s, smem, bar, p, it);
+    for (;;) {
+      steps(s, smem, bar, p, it);
+      item = item_of_round<Spread>(p, grid, block, round + 1);
+      if (item < 0 || it.active < it.n_tiles) {
+        last_tile(smem, bar, it, item < 0);
+        if (lane == 0) mbar_arrive(bar.q.empty(round));
+        store(out, w.b, w.h, w.m0, p.seq, rows);
+        trace(c + 1, round, kStored);
+        if (item < 0) return;
+        const int slot = it.slot0 + it.n_tiles;
+        ++round;
+        w = Work<Spread, Keys>(p, item);
+        it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
+        begin_item(bar);
+        first_tile(s, smem, bar, p, it);
+        continue;
+      }
+      // The seam: P V of this item's last tile and S of the next item's first, in one turn.
+      const Work<Spread, Keys> next(p, item);
+      const Item in = item_at(smem, p, next.m0, next.n_tiles, it.slot0 + it.n_tiles, round + 1);
+      const int last = it.slot0 + it.active - 1;
+      trace(c + 1, round + 1, kItemBegin);
+      mbar_wait(bar.q.full(round + 1), bar.q.phase(round + 1));
+      trace(c + 1, round + 1, kQReady);
+      wait_full(bar.k, in.slot0);
+      wait_full(bar.v, last);
+      await_turn();
+      wgmma_fence();
+      issue_scores(s, in.q, smem + L::k_at(in.slot0));
+      rescale_o();
+      wgmma_fence();
+      issue_pv(smem + L::v_at(last));
+      trace(c + 1, round, kLastPvIssued);
+      pass_turn(false);
+      wgmma_wait<1>();  // the next item's S is done; this item's P V may still run
+      settle(s);
+      trace(c + 1, round + 1, kFirstScores);
+      release(bar.k, in.slot0);
+      const ak_cuda::RowState done[2] = {rows[0], rows[1]};
+      rows[0] = rows[1] = ak_cuda::RowState{};
+      first_softmax(s, p, in);
+      wgmma_wait<0>();
+      settle_pv();
+      trace(c + 1, round, kLastPvDone);
+      release(bar.v, last);
+      if (lane == 0) mbar_arrive(bar.q.empty(round));
+      store(out, w.b, w.h, w.m0, p.seq, done);
+      trace(c + 1, round, kStored);
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+      take(s);
+      ++round;
+      trace(c + 1, round, kFirstSoftmax);
+      w = next;
+      it = in;
+    }
   }
 };
 
@@ -326,7 +437,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     w.c = __shfl_sync(0xffffffffu, consumer, 0);
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
-    w.template run_items<Spread>(smem, bar, p, out);
+    if constexpr (kChain && D == 64 && L::kQBuffers == 2)
+      w.template run_items_chained<Spread>(smem, bar, p, out);
+    else
+      w.template run_items<Spread>(smem, bar, p, out);
   });
   trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kStored);
 #else

@@ -110,6 +110,12 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_PERSISTENT
 #define AK_ATTENTION_PERSISTENT 0
 #endif
+// Chain (1): a block's consumers run its items as one stream of key tiles, an item's last P V
+// in one turn with the next item's first S (Consumer::run_items_chained); taken at D = 64 where
+// the layout has two Q buffers. 0: each item starts with its first S alone and ends with its last P V alone.
+#ifndef AK_ATTENTION_CHAIN
+#define AK_ATTENTION_CHAIN 0
+#endif
 // Lazy rescale (1): a row keeps its running maximum until a tile's exceeds it by more than
 // kLazyLog2 (base 2): that tile's exponentials are then at most 2^kLazyLog2, well within fp32 and
 // the 16-bit P, and O is not rescaled (the factor is exactly 1), which is what most tiles after
@@ -130,6 +136,7 @@ constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_S
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
+constexpr bool kChain = AK_ATTENTION_CHAIN != 0;
 constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
 static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
 constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;

@@ -54,6 +54,9 @@
 //            FlashAttention-3's 128 x 176 tiles at D = 128, whose rings fit only 2 stages (taken
 //            whatever STAGES says). On the H100 176 was no faster at 4096 tokens and 6% slower at
 //            512 (docs/benchmarks.md, 2026-11-28); 192 was slower still at D = 64 and spills at 128
+//   CHAIN    wgmma only, 1: a block's items run as one stream of key tiles, each item's last P V
+//            issued with the next item's first S and that softmax under it (at 512 keys an item
+//            is 4 key tiles, and each seam left a tile's S, softmax and P V unoverlapped)
 //   BALANCE  wgmma only, 1: causal calls whose K and V fit twice in L2 take their query tiles
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
@@ -78,6 +81,8 @@
 // @require LAZY_RESCALE == 0 || PATH == 1
 // @tune BALANCE: 0, 1
 // @require BALANCE == 0 || PATH == 1
+// @tune CHAIN: 0, 1
+// @require CHAIN == 0 || PATH == 1
 // @tune KEYS: 128, 176
 // @require KEYS == 128 || PATH == 1
 #include <algorithm>
@@ -107,6 +112,9 @@
 #ifndef KEYS
 #define KEYS 128
 #endif
+#ifndef CHAIN
+#define CHAIN 0
+#endif
 #if PATH == 1
 #define AK_ATTENTION_BALANCE BALANCE
 #define AK_ATTENTION_KEYS KEYS
@@ -114,6 +122,7 @@
 #define AK_ATTENTION_KV_STAGES STAGES
 #define AK_ATTENTION_PINGPONG PINGPONG
 #define AK_ATTENTION_PERSISTENT PERSISTENT
+#define AK_ATTENTION_CHAIN CHAIN
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M

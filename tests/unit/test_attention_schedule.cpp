@@ -15,6 +15,7 @@ namespace ak::test {
 namespace {
 
 using ak_attention_sm90::for_each_item_of;
+using ak_attention_sm90::item_of_round;
 using ak_attention_sm90::kRows;
 using ak_attention_sm90::Problem;
 using ak_attention_sm90::Work;
@@ -104,6 +105,33 @@ TEST(AttentionSchedule, HeadByHeadCausalPairsCostTheSame) {
   const Problem p = problem(1, 2, 1000, true);  // 8 query tiles a head: pairs of 9 key tiles
   for (int unit = 0; unit < p.items / 2; ++unit)
     EXPECT_EQ(Work<false>(p, 2 * unit).n_tiles + Work<false>(p, 2 * unit + 1).n_tiles, 9) << unit;
+}
+
+// A block that looks one item ahead (the chained consumers) asks item_of_round for its next item:
+// round by round it must name the items for_each_item_of hands the block, then -1, in every
+// schedule (causal pairs with an odd number of items among them).
+template <bool Spread>
+void expect_lookahead_agrees(const Problem& p, int grid) {
+  for (int block = 0; block < grid; ++block) {
+    std::vector<int> taken, named;
+    for_each_item_of<Spread>(p, grid, block, [&](int item, int) { taken.push_back(item); });
+    for (int round = 0;; ++round) {
+      const int item = item_of_round<Spread>(p, grid, block, round);
+      if (item < 0) break;
+      named.push_back(item);
+    }
+    EXPECT_EQ(named, taken) << "block " << block << " of " << grid;
+  }
+}
+
+TEST(AttentionSchedule, LookingAheadNamesTheItemsABlockTakes) {
+  for (const bool causal : {true, false})
+    for (const auto& [b, h, s, sms] : {std::tuple{8, 12, 512, 132}, std::tuple{3, 5, 300, 7},
+                                       std::tuple{1, 3, 300, 4}, std::tuple{1, 1, 100, 132}}) {
+      const Problem p = problem(b, h, s, causal);
+      expect_lookahead_agrees<false>(p, grid_of(p, false, sms));
+      if (causal) expect_lookahead_agrees<true>(p, grid_of(p, true, sms));
+    }
 }
 
 // Non-causal calls may take wider key tiles: every query tile walks the whole sequence in
