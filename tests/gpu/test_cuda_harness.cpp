@@ -356,6 +356,25 @@ TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAnd
     }
 }
 
+// Chained items (CHAIN, D = 64): a block's items as one stream of key tiles, each seam issuing the
+// next item's first S with this one's last P V. Every shape gives blocks several items (more than
+// an H100 or H200 has SMs): causal and not, grouped-query, ragged last tiles (300, 1000 keys), and
+// items of a single key tile (100 keys: no steps between two seams). With ping-pong turns and
+// without (a turn left unmatched at a seam hangs the block: TIMEOUT, not PASS), and one block per
+// causal pair (PERSISTENT 0, BALANCE 0: two items, one seam, per block).
+TEST_F(CudaHarness, FlashAttentionChainedItemsPassEveryStage) {
+  for (const std::string config : {"#define CHAIN 1", "#define CHAIN 1\n#define PINGPONG 0",
+                                   "#define CHAIN 1\n#define PERSISTENT 0\n#define BALANCE 0"})
+    for (const auto& [shape, dtype] :
+         {std::pair{"8x12x512x64:causal=0", "bf16"}, std::pair{"8x12x512x64:causal=1", "fp16"},
+          std::pair{"4x16x1000x64:causal=1,kv_heads=4", "bf16"},
+          std::pair{"8x8x300x64:causal=0,kv_heads=2", "fp16"}, std::pair{"16x16x100x64:causal=1", "bf16"}}) {
+      const auto j =
+          bench(starter_with("flash_attention", config), "flash_attention", shape, {"--dtype", dtype});
+      EXPECT_EQ(j.value("status", ""), "PASS") << config << ", " << shape << "\n" << j.dump(2);
+    }
+}
+
 // Non-causal calls in wider key tiles (KEYS): 176 keys (11 k-steps, V in one box of 176 keys per
 // 64 columns, 2 stages at D = 128, 3 at D = 64), fp16 and bf16, with ragged last tiles (520, 1100,
 // 300 keys), grouped-query heads and more tiles than SMs. A causal shape checks that those keep
