@@ -21,7 +21,10 @@ std::string python_string(const fs::path& path) {
 // The judge's problem, in a directory only this process wrote: the model as the profile describes
 // it (read before any kernel ran) and the manifest as this process built it. Returns problem.py.
 fs::path write_problem(const fs::path& dir, const Profile& profile, const json& manifest) {
-  write_file_atomically(dir / "model.json", json{{"spec", profile.model.spec},
+  // verify's own Python found a relative model file from this process's directory, which it
+  // inherits; the judge's processes run in directories of their own, where the same text names
+  // nothing (H100, 2026-12-07: "model file not found: examples/hf_llama.py").
+  write_file_atomically(dir / "model.json", json{{"spec", profile.model.spec_from(fs::current_path())},
                                                  {"input_shape", profile.model.input_shape},
                                                  {"dtype", profile.model.dtype},
                                                  {"seed", profile.model.seed},

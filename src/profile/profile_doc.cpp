@@ -24,11 +24,20 @@ ProfileEntry entry_of(const nlohmann::json& j) {
 
 }  // namespace
 
-std::string Profile::short_name() const {
-  const std::string& spec = model.spec;
+std::string ProfiledModel::file() const {
   const auto colon = spec.rfind(':');
-  std::string name =
-      colon != std::string::npos && spec.substr(0, colon).ends_with(".py") ? spec.substr(colon + 1) : spec;
+  return colon != std::string::npos && spec.substr(0, colon).ends_with(".py") ? spec.substr(0, colon) : "";
+}
+
+std::string ProfiledModel::spec_from(const std::filesystem::path& base) const {
+  const std::string path = file();
+  if (path.empty() || std::filesystem::path(path).is_absolute()) return spec;
+  return (base / path).lexically_normal().string() + spec.substr(path.size());
+}
+
+std::string Profile::short_name() const {
+  const std::string path = model.file();
+  std::string name = path.empty() ? model.spec : model.spec.substr(path.size() + 1);
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
   return name;

@@ -33,6 +33,12 @@ struct ProfiledModel {
   std::vector<int64_t> input_shape;
   std::string dtype;
   int64_t seed = 0;
+
+  // The file of a "path/to/file.py:Class" spec, as written; "" for a shipped model's name.
+  std::string file() const;
+  // The spec with a relative file made absolute against `base`: what a process running elsewhere
+  // (the judge's, in directories of its own) must be given to find the file the user named.
+  std::string spec_from(const std::filesystem::path& base) const;
 };
 
 struct Profile {
