@@ -17,11 +17,13 @@ import statistics
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
 
+from .loading import failure_note
 from .outputs import clone_output, first_difference
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
@@ -179,8 +181,9 @@ class Bench:
                       f"{time.perf_counter() - began:.0f} s into this measurement")
             self.progress(f"{label}: {m.note}")
         except Exception as e:  # a compile failure or graph break is a note in the table
-            m.note = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+            m.note = failure_note(e)
             self.progress(f"{label}: failed: {m.note}")
+            traceback.print_exception(e, file=sys.stderr)  # the whole of it in verify's log
         finally:
             self._disarm()  # (again: the alarm may have gone off inside the first one)
             faulthandler.cancel_dump_traceback_later()

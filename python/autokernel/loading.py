@@ -28,6 +28,16 @@ class BridgeError(Exception):
         self.usage = usage
 
 
+def failure_note(error, width=200):
+    """An exception as one line for a table: its type and first line, and, when its message runs
+    over several lines, its last one too, where a wrapped exception names its cause (Inductor's
+    SubprocException's first line is "An exception occurred in a subprocess:", its last the error
+    the compile worker raised)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    note = f"{type(error).__name__}: {(lines or [''])[0][:width]}"
+    return note + (f" ... {lines[-1][:width]}" if len(lines) > 1 else "")
+
+
 @dataclass
 class Loaded:
     spec: str

@@ -171,6 +171,34 @@ class VerifyBudget(unittest.TestCase):
         time.sleep(0.3)  # no alarm is left armed to go off later
         self.assertTrue(torch.equal(Slow()(torch.ones(2)), torch.full((2,), 2.0)))
 
+    def test_a_failed_measurement_names_the_cause_a_wrapped_exception_carries(self):
+        """Inductor's SubprocException begins "An exception occurred in a subprocess:" and ends with
+        the error its compile worker raised: the note keeps both ends (on the H100, torch.compile in
+        the confined verify read only the first), and verify's log gets the whole traceback."""
+        import contextlib
+        import tempfile
+        from types import SimpleNamespace
+
+        from autokernel.decide import Bench
+        from autokernel.verify import Settings
+
+        class Fails(nn.Module):
+            def forward(self, x):
+                raise RuntimeError("An exception occurred in a subprocess:\n\nTraceback (most recent call last):\n"
+                                   "  File \"worker.py\", line 1\nPermissionError: [Errno 13] Permission denied: '/x'")
+
+        loaded = SimpleNamespace(model=Fails(), inputs=(torch.ones(2),), device=torch.device("cpu"),
+                                 dtype=torch.float32)
+        bench = Bench(loaded, Settings(warmup=1, iterations=1, budget_s=0), progress=lambda line: None)
+        with tempfile.TemporaryFile("w+") as log:  # (a file: faulthandler writes to its descriptor)
+            with contextlib.redirect_stderr(log):
+                m = bench.measure("eager")
+            log.seek(0)
+            self.assertIn("Traceback", log.read())
+        self.assertIsNone(m.us)
+        self.assertEqual(m.note, "RuntimeError: An exception occurred in a subprocess: ... "
+                                 "PermissionError: [Errno 13] Permission denied: '/x'")
+
     def test_every_measurement_is_logged_with_its_spread_and_the_hosts_load(self):
         """A single reading under torch.compile without CUDA graphs can be twice the model's time
         (the compact LLaMA on the H200): the log says for each reading whether its calls were
