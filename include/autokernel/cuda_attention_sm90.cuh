@@ -199,7 +199,9 @@ struct Consumer {
     return it;
   }
 
-  __device__ __forceinline__ void wait_full(const Ring& ring, int at) const { mbar_wait(ring.full(at), ring.phase(at)); }
+  __device__ __forceinline__ void wait_full(const Ring& ring, int at) const {
+    mbar_wait(ring.full(at), ring.phase(at));
+  }
   __device__ __forceinline__ void release(const Ring& ring, int at) const {
     if (lane == 0) mbar_arrive(ring.empty(at));
   }
@@ -214,8 +216,8 @@ struct Consumer {
   }
 
   // S of the item's first key tile, alone, then its softmax into P.
-  __device__ __forceinline__ void first_tile(float (&s)[Keys / 2], uint32_t smem, const Barriers<D, Keys>& bar,
-                                             const Problem& p, const Item& it) {
+  __device__ __forceinline__ void first_tile(float (&s)[Keys / 2], uint32_t smem,
+                                             const Barriers<D, Keys>& bar, const Problem& p, const Item& it) {
     wait_full(bar.k, it.slot0);
     await_turn();
     wgmma_fence();
@@ -264,7 +266,8 @@ struct Consumer {
 
   // The item's last P V alone (`last`: the block's last issue), then the tiles it does not read
   // handed back once their copies have landed.
-  __device__ __forceinline__ void last_tile(uint32_t smem, const Barriers<D, Keys>& bar, const Item& it, bool last) {
+  __device__ __forceinline__ void last_tile(uint32_t smem, const Barriers<D, Keys>& bar, const Item& it,
+                                            bool last) {
     const int at = it.slot0 + it.active - 1;
     wait_full(bar.v, at);
     await_turn();
@@ -297,7 +300,7 @@ struct Consumer {
   }
 
   __device__ __forceinline__ void store(const Out& out, int b, int h, int m0, int seq,
-                                       const ak_cuda::RowState (&done)[2]) const {
+                                        const ak_cuda::RowState (&done)[2]) const {
     const int g = lane / 4, t = lane % 4;
     T* base = static_cast<T*>(out.o) + b * out.sb + h * out.sh;
 #pragma unroll
@@ -313,10 +316,53 @@ struct Consumer {
     }
   }
 
+  // O through shared memory and TMA (TMA_STORE 1): the warpgroup's 64 rows, normalized and
+  // rounded, into its own rows of the item's Q buffer (read by nothing after the item's last S),
+  // in the map's 128-byte swizzle (rows r hold chunk k at k ^ (r % 8): the 32 lanes of a store hit
+  // 32 banks), then sent by one thread, which waits until the copy has read them: its warp then
+  // hands the buffer back. Rows past S are not written (TMA skips what lies outside the tensor).
+  // The direct stores took 0.9-1.0 us an item at 8 x 12 x 512 x 64 (docs/benchmarks.md, 2026-12-07).
+  __device__ __forceinline__ void store_staged(const CUtensorMap* mo, uint32_t q, int b, int h, int m0,
+                                               const ak_cuda::RowState (&done)[2]) const {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float inv = 1.0f / ak_cuda::quad_sum(done[r].sum);
+      const uint32_t row = q + (64 * c + 16 * warp + g + 8 * r) * 128 + 4 * t;  // (that row % 8 == g)
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+        st_shared_u32(row + (j / 8) * kSlabBytes + (((j % 8) ^ g) * 16),
+                      ak_cuda::pack2<T>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv));
+    }
+    fence_async_shared();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");  // (1 and 2 are the ping-pong turns)
+    if (threadIdx.x % 128 == 0) {
+#pragma unroll
+      for (int s = 0; s < D / 64; ++s)
+        tma_store_4d(mo, q + s * kSlabBytes + 64 * c * 128, 64 * s, m0 + 64 * c, h, b);
+      bulk_commit();
+      bulk_wait_read();
+    }
+  }
+
+  // The item's O to memory and its Q buffer handed back to the producer (after O, where O goes
+  // through it).
+  __device__ __forceinline__ void finish(const Out& out, const CUtensorMap* mo, const Barriers<D, Keys>& bar,
+                                         uint32_t q, int b, int h, int m0, int seq,
+                                         const ak_cuda::RowState (&done)[2]) const {
+    if (kTmaStore && out.staged) {
+      store_staged(mo, q, b, h, m0, done);
+      if (lane == 0) mbar_arrive(bar.q.empty(round));
+    } else {
+      if (lane == 0) mbar_arrive(bar.q.empty(round));
+      store(out, b, h, m0, seq, done);
+    }
+  }
+
   // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store.
   template <bool Spread>
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
-                                            const Out& out) {
+                                            const Out& out, const CUtensorMap* mo) {
     int slot = 0;
     for_each_item<Spread>(p, [&](int item, int item_round) {
       const Work<Spread, Keys> w(p, item);
@@ -328,8 +374,7 @@ struct Consumer {
       first_tile(s, smem, bar, p, it);
       steps(s, smem, bar, p, it);
       last_tile(smem, bar, it, true);
-      if (lane == 0) mbar_arrive(bar.q.empty(round));
-      store(out, w.b, w.h, w.m0, p.seq, rows);
+      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
       trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
@@ -344,7 +389,7 @@ struct Consumer {
   // Ping-pong: warpgroup 1's first arrive stands in for its last issue's, once per block.
   template <bool Spread>
   __device__ __forceinline__ void run_items_chained(uint32_t smem, const Barriers<D, Keys>& bar,
-                                                    const Problem& p, const Out& out) {
+                                                    const Problem& p, const Out& out, const CUtensorMap* mo) {
     const int grid = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
     int item = item_of_round<Spread>(p, grid, block, 0);
     if (item < 0) return;
@@ -360,8 +405,7 @@ struct Consumer {
       item = item_of_round<Spread>(p, grid, block, round + 1);
       if (item < 0 || it.active < it.n_tiles) {
         last_tile(smem, bar, it, item < 0);
-        if (lane == 0) mbar_arrive(bar.q.empty(round));
-        store(out, w.b, w.h, w.m0, p.seq, rows);
+        finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
         trace(c + 1, round, kStored);
         if (item < 0) return;
         const int slot = it.slot0 + it.n_tiles;
@@ -400,8 +444,7 @@ struct Consumer {
       settle_pv();
       trace(c + 1, round, kLastPvDone);
       release(bar.v, last);
-      if (lane == 0) mbar_arrive(bar.q.empty(round));
-      store(out, w.b, w.h, w.m0, p.seq, done);
+      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, done);
       trace(c + 1, round, kStored);
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
@@ -417,7 +460,8 @@ struct Consumer {
 template <typename T, int D, bool Spread, int Keys, bool Lazy>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
-                    const __grid_constant__ CUtensorMap mv, const Problem p, const Out out) {
+                    const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap mo,
+                    const Problem p, const Out out) {
 #if AK_SM90_CODE
   using L = Layout<D, Keys>;
   trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kItemBegin);
@@ -427,6 +471,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto init = [&] {
     for (const Ring& ring : {bar.q, bar.k, bar.v}) init_ring(ring.bars, ring.depth, kConsumerWarps);
     for (const CUtensorMap* map : {&mq, &mk, &mv}) prefetch_tensormap(map);
+    if (kTmaStore && out.staged) prefetch_tensormap(&mo);
   };
   const auto producer = [&] { produce<D, Keys, Spread>(&mq, &mk, &mv, smem, bar, p); };
   split_warpgroups<L::kProducerRegs, L::kConsumerRegs>(init, producer, [&](int consumer) {
@@ -438,9 +483,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     w.warp = static_cast<int>(threadIdx.x / 32) % 4;
     w.lane = static_cast<int>(threadIdx.x % 32);
     if constexpr (kChain && D == 64 && L::kQBuffers == 2)
-      w.template run_items_chained<Spread>(smem, bar, p, out);
+      w.template run_items_chained<Spread>(smem, bar, p, out, &mo);
     else
-      w.template run_items<Spread>(smem, bar, p, out);
+      w.template run_items<Spread>(smem, bar, p, out, &mo);
   });
   trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kStored);
 #else
@@ -462,17 +507,20 @@ auto kernel_for(bool spread) {
 template <typename T, int D, int Keys>
 int launch_tiles(const ak_call* call, Problem p) {
   using L = Layout<D, Keys>;
-  CUtensorMap maps[3];
+  CUtensorMap maps[4];
   const int box_rows[3] = {kRows, Keys, L::kVBoxKeys};
-  for (int i = 0; i < 3; ++i) {
-    const ak_tensor& t = call->inputs[i];
+  const auto map_of = [](CUtensorMap* map, const ak_tensor& t, int rows) {
     const int64_t shape[4] = {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
     const int64_t strides[3] = {t.strides[0], t.strides[1], t.strides[2]};
-    if (!make_head_map(&maps[i], static_cast<const T*>(t.data), shape, strides, box_rows[i]))
-      return AK_ERR_UNSUPPORTED;
-  }
+    return make_head_map(map, static_cast<const T*>(t.data), shape, strides, rows);
+  };
+  for (int i = 0; i < 3; ++i)
+    if (!map_of(&maps[i], call->inputs[i], box_rows[i])) return AK_ERR_UNSUPPORTED;
   const ak_tensor& o = call->outputs[0];
-  const Out out{o.data, o.strides[0], o.strides[1], o.strides[2]};
+  // O's map (boxes of a warpgroup's 64 rows); where its strides cannot take one, the direct stores.
+  const bool staged = kTmaStore && map_of(&maps[3], o, 64);
+  if (!staged) maps[3] = maps[0];  // (unread)
+  const Out out{o.data, o.strides[0], o.strides[1], o.strides[2], staged};
   const int64_t items = static_cast<int64_t>((p.seq + kRows - 1) / kRows) * o.shape[1] * o.shape[0];
   if (items > INT_MAX) return AK_ERR_UNSUPPORTED;
   p.heads = static_cast<int>(o.shape[1]);
@@ -488,7 +536,8 @@ int launch_tiles(const ak_call* call, Problem p) {
   const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
   const int blocks =
       kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
-  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], p, out);
+  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], maps[3], p,
+                                                                        out);
   return ak_cuda::check_launch();
 }
 

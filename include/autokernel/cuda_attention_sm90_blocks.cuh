@@ -47,6 +47,16 @@ bool make_head_map(CUtensorMap* map, const T* base, const int64_t (&shape)[4], c
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// Box (column x, row y of head h of batch b) of `map` from shared memory, in the thread's bulk
+// group; TMA skips the box's elements outside the tensor.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int x, int y, int h,
+                                             int b) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(x), "r"(y), "r"(h), "r"(b), "r"(src)
+               : "memory");
+}
+
 // Box (column x, row y of head h of batch b) of `map` into shared memory, completing on `bar`.
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int x, int y, int h, int b,
                                             uint32_t bar) {
@@ -116,6 +126,12 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_CHAIN
 #define AK_ATTENTION_CHAIN 0
 #endif
+// TMA store (1): each consumer warpgroup writes its 64 rows of O into the item's finished Q
+// buffer and one thread sends them with TMA (Consumer::store_staged); 0: every thread stores its
+// values to global memory itself.
+#ifndef AK_ATTENTION_TMA_STORE
+#define AK_ATTENTION_TMA_STORE 0
+#endif
 // Lazy rescale (1): a row keeps its running maximum until a tile's exceeds it by more than
 // kLazyLog2 (base 2): that tile's exponentials are then at most 2^kLazyLog2, well within fp32 and
 // the 16-bit P, and O is not rescaled (the factor is exactly 1), which is what most tiles after
@@ -136,7 +152,7 @@ constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_S
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
 constexpr bool kPingPong = AK_ATTENTION_PINGPONG != 0, kPersistent = AK_ATTENTION_PERSISTENT != 0;
-constexpr bool kChain = AK_ATTENTION_CHAIN != 0;
+constexpr bool kChain = AK_ATTENTION_CHAIN != 0, kTmaStore = AK_ATTENTION_TMA_STORE != 0;
 constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
 static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
 constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;
@@ -200,6 +216,7 @@ struct Barriers {
 struct Out {
   void* o;
   int64_t sb, sh, ss;
+  bool staged;  // O goes out through shared memory and TMA (kTmaStore, and O's strides take a map)
 };
 
 // Calls f(item, round) for this block's items in order (attention_schedule.h).

@@ -57,6 +57,9 @@
 //   CHAIN    wgmma only, 1: a block's items run as one stream of key tiles, each item's last P V
 //            issued with the next item's first S and that softmax under it (at 512 keys an item
 //            is 4 key tiles, and each seam left a tile's S, softmax and P V unoverlapped)
+//   TMA_STORE wgmma only, 1: O leaves through the item's finished Q buffer and one TMA store per
+//            warpgroup instead of 16-64 four-byte stores per thread (those took 0.9-1.0 us of an
+//            item at 8 x 12 x 512 x 64 on the H100: bench/attention_timeline.sh)
 //   BALANCE  wgmma only, 1: causal calls whose K and V fit twice in L2 take their query tiles
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
@@ -83,6 +86,8 @@
 // @require BALANCE == 0 || PATH == 1
 // @tune CHAIN: 0, 1
 // @require CHAIN == 0 || PATH == 1
+// @tune TMA_STORE: 0, 1
+// @require TMA_STORE == 0 || PATH == 1
 // @tune KEYS: 128, 176
 // @require KEYS == 128 || PATH == 1
 #include <algorithm>
@@ -115,6 +120,9 @@
 #ifndef CHAIN
 #define CHAIN 0
 #endif
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
 #if PATH == 1
 #define AK_ATTENTION_BALANCE BALANCE
 #define AK_ATTENTION_KEYS KEYS
@@ -123,6 +131,7 @@
 #define AK_ATTENTION_PINGPONG PINGPONG
 #define AK_ATTENTION_PERSISTENT PERSISTENT
 #define AK_ATTENTION_CHAIN CHAIN
+#define AK_ATTENTION_TMA_STORE TMA_STORE
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M

@@ -375,6 +375,23 @@ TEST_F(CudaHarness, FlashAttentionChainedItemsPassEveryStage) {
     }
 }
 
+// O through shared memory and TMA (TMA_STORE): rows past S skipped by TMA (300, 520, 1100, 100
+// rows, items whose second warpgroup lies wholly past S), D = 64 and 128 (two slabs), a model's
+// [B, S, H, D] output seen as [B, H, S, D] (bshd: O's own strides in the map), and with chained
+// items, whose seam stores one item's O while the next item's first S runs.
+TEST_F(CudaHarness, FlashAttentionTmaStorePassesEveryStage) {
+  for (const std::string config : {"#define TMA_STORE 1", "#define TMA_STORE 1\n#define CHAIN 1"})
+    for (const auto& [shape, dtype] :
+         {std::pair{"2x4x300x128:causal=1", "bf16"}, std::pair{"1x8x520x64:causal=0,kv_heads=2", "fp16"},
+          std::pair{"8x12x512x64:causal=0", "bf16"}, std::pair{"16x16x100x64:causal=1", "bf16"},
+          std::pair{"2x8x520x128:bshd=1,causal=1,kv_heads=2", "bf16"},
+          std::pair{"2x16x1100x128:causal=0", "fp16"}}) {
+      const auto j =
+          bench(starter_with("flash_attention", config), "flash_attention", shape, {"--dtype", dtype});
+      EXPECT_EQ(j.value("status", ""), "PASS") << config << ", " << shape << "\n" << j.dump(2);
+    }
+}
+
 // Non-causal calls in wider key tiles (KEYS): 176 keys (11 k-steps, V in one box of 176 keys per
 // 64 columns, 2 stages at D = 128, 3 at D = 64), fp16 and bf16, with ragged last tiles (520, 1100,
 // 300 keys), grouped-query heads and more tiles than SMs. A causal shape checks that those keep
