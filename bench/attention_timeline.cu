@@ -16,6 +16,14 @@
 #include <string>
 #include <vector>
 
+// The GPU's global nanosecond clock, for the blocks' entries and exits (trace_wall); the kernel's
+// own source never reads it.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define AK_ATTENTION_TRACE_WALL() global_ns()
 #include "../kernels/cuda/flash_attention.cu"
 
 namespace {
@@ -97,9 +105,31 @@ __global__ void clock_rate(double* rate) {
 
 using ak_attention_sm90::kTraceBlocks;
 using ak_attention_sm90::kTraceItems;
-struct Marks {  // one call's trace_marks
+struct Marks {  // one call's trace_marks and trace_wall
   long long at[kTraceBlocks][3][kTraceItems + 1][ak_attention_sm90::kTraceMarks];
+  unsigned long long wall[kTraceBlocks][2];  // entry, exit (ns, the global clock)
 };
+
+// Where the blocks lie within a call, on the global clock: the span from the first block's entry
+// to the last one's exit, and how far apart the entries and the exits are (us, means over calls).
+void print_wall(const std::vector<Marks>& calls, int blocks, double call_us) {
+  double span = 0, entries = 0, exits = 0;
+  for (const Marks& call : calls) {
+    unsigned long long first_in = ~0ull, last_in = 0, first_out = ~0ull, last_out = 0;
+    for (int b = 0; b < std::min(blocks, kTraceBlocks); ++b) {
+      first_in = std::min(first_in, call.wall[b][0]), last_in = std::max(last_in, call.wall[b][0]);
+      first_out = std::min(first_out, call.wall[b][1]), last_out = std::max(last_out, call.wall[b][1]);
+    }
+    span += (last_out - first_in) / 1000.0, entries += (last_in - first_in) / 1000.0;
+    exits += (last_out - first_out) / 1000.0;
+  }
+  const double n = static_cast<double>(calls.size());
+  std::printf(
+      "blocks on the global clock: first entry to last exit %.2f us of the call's %.2f (%.2f us outside "
+      "every block: the launch, the first block's start, the end); entries spread over %.2f us, "
+      "exits over %.2f us\n",
+      span / n, call_us, call_us - span / n, entries / n, exits / n);
+}
 
 // The sums behind one row of the table: microseconds between two marks, over blocks and calls.
 struct Span {
@@ -201,13 +231,15 @@ int main(int argc, char** argv) {
   std::vector<float> us;
 #ifdef AK_ATTENTION_TRACE
   std::vector<Marks> marks(calls);
-  void* marks_device = nullptr;
+  void *marks_device = nullptr, *wall_device = nullptr;
   check(cudaGetSymbolAddress(&marks_device, ak_attention_sm90::trace_marks), "cudaGetSymbolAddress");
+  check(cudaGetSymbolAddress(&wall_device, ak_attention_sm90::trace_wall), "cudaGetSymbolAddress");
 #endif
   for (int i = 0; i < calls; ++i) {
     check(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream), "flush");
 #ifdef AK_ATTENTION_TRACE
-    check(cudaMemsetAsync(marks_device, 0, sizeof(Marks), stream), "clear marks");
+    check(cudaMemsetAsync(marks_device, 0, sizeof(Marks::at), stream), "clear marks");
+    check(cudaMemsetAsync(wall_device, 0, sizeof(Marks::wall), stream), "clear marks");
 #endif
     check(cudaEventRecord(start, stream), "cudaEventRecord");
     ak_launch(&call);
@@ -217,7 +249,8 @@ int main(int argc, char** argv) {
     check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     us.push_back(ms * 1000.0f);
 #ifdef AK_ATTENTION_TRACE
-    check(cudaMemcpy(&marks[i], marks_device, sizeof(Marks), cudaMemcpyDeviceToHost), "read marks");
+    check(cudaMemcpy(marks[i].at, marks_device, sizeof(Marks::at), cudaMemcpyDeviceToHost), "read marks");
+    check(cudaMemcpy(marks[i].wall, wall_device, sizeof(Marks::wall), cudaMemcpyDeviceToHost), "read marks");
 #endif
   }
   // The output checked before any figure is printed: a fast wrong kernel explains nothing.
@@ -268,6 +301,7 @@ int main(int argc, char** argv) {
   check(cudaMemcpy(&rate, rate_device, sizeof(double), cudaMemcpyDeviceToHost), "clock rate");
   std::printf("SM clock while spinning: %.3f GHz\n", rate);
   print_timeline(marks, sms, rate);
+  print_wall(marks, sms, us[us.size() / 2]);
   cudaFree(rate_device);
 #endif
   cudaFree(flush);
