@@ -21,7 +21,6 @@ AK=$PWD/build-gpu/autokernel
 {
   date -u; nvidia-smi; nvcc --version; cmake --version | head -1; ninja --version; c++ --version | head -1
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
 
 step() { echo "== $*"; }

@@ -23,11 +23,11 @@ if [[ -z ${AK_TREE_PRINTED:-} ]]; then
 fi
 
 # machine_summary: the date, the GPU (name, driver, clocks), nvcc's release and PyTorch's version,
-# for the head of a script's log.
+# for the head of a script's log. (No commit: the copy's .git lags the files sent, and printed
+# effb8ee for tree 428e21b on 2026-12-07; the tree above is what ran.)
 machine_summary() {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
 }
 
 # build_autokernel [TESTS=ON|OFF] [ninja targets...]: configure build-gpu (warnings as errors) and

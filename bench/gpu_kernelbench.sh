@@ -42,7 +42,6 @@ done
 {
   date -u; nvidia-smi --query-gpu=name,driver_version --format=csv
   nvcc --version | tail -1; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
 export AUTOKERNEL_PYTHON=python3 AUTOKERNEL_KERNELBENCH=$KB_DIR TORCH_EXTENSIONS_DIR=/tmp/torch-extensions
 

@@ -51,7 +51,6 @@ step() {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   nvcc --version | tail -2; c++ --version | head -1
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
-  git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
 use_carried_wheels >>"$OUT/env.txt"
 python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", m.version("liger-kernel"))' \

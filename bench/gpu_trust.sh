@@ -17,7 +17,6 @@ AK=$PWD/build-gpu/autokernel
 
 {
   date -u; nvidia-smi; nvcc --version; c++ --version | head -1
-  git log -1 --format='commit %H' 2>/dev/null || true
 } >"$OUT/env.txt" 2>&1
 
 echo "== build"
