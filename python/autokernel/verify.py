@@ -133,7 +133,10 @@ def _confirmed(bench, mode, kept, base, ours, why):
     """The kept set in a compiled mode, judged by its calls alternating with PyTorch alone: out
     again, with them as the reason, when they do not show it faster. Where the mode was decided
     (`why`, its decisions; else None), the set won as the fastest of several readings, which
-    flatters it, so it is timed once more in fresh calls first, as far as the budget allows."""
+    flatters it, so it is timed once more in fresh calls first, as far as the budget allows.
+    Without deciding (--plug all) the set stays in whatever it reads: it is there to be checked."""
+    if not bench.settings.decide:
+        return kept, ours
     if why is not None and bench.affordable(mode, kept):
         again = bench.measure(mode, kept)
         if again.us is not None:

@@ -248,6 +248,21 @@ class Decide(unittest.TestCase):
             m.sites = [SimpleNamespace(kernel=k) for k in kernels]
             return m
 
+    def test_plugged_without_deciding_every_kernel_stays_in_a_compiled_mode_that_reads_slower(self):
+        """--plug all checks every candidate's outputs in every mode: a compiled reading slower than
+        PyTorch's, which takes a decided set out again, leaves this one in."""
+        import dataclasses
+
+        from autokernel.decide import Measurement
+        from autokernel.verify import _confirmed
+
+        bench = self.ScriptedBench({frozenset("ab"): 5000.0})
+        base, ours = Measurement("default", (), us=4000.0), Measurement("default", ("a", "b"), us=5000.0)
+        bench.settings = dataclasses.replace(bench.settings, decide=False)
+        self.assertEqual(_confirmed(bench, "default", ["a", "b"], base, ours, None), (["a", "b"], ours))
+        bench.settings = dataclasses.replace(bench.settings, decide=True)  # deciding, the set goes out
+        self.assertEqual(_confirmed(bench, "default", ["a", "b"], base, ours, None)[0], [])
+
     def test_one_slow_reading_of_the_whole_set_does_not_push_every_kernel_out(self):
         from autokernel.decide import Measurement, decide
 
