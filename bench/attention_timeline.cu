@@ -305,5 +305,8 @@ int main(int argc, char** argv) {
   cudaFree(rate_device);
 #endif
   cudaFree(flush);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
   return 0;
 }

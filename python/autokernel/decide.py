@@ -23,7 +23,7 @@ from typing import Optional
 
 import torch
 
-from .loading import failure_note
+from .loading import one_line
 from .outputs import clone_output, first_difference
 from .runtime import apply as applying
 from .runtime.kernel_table import TABLE
@@ -181,7 +181,7 @@ class Bench:
                       f"{time.perf_counter() - began:.0f} s into this measurement")
             self.progress(f"{label}: {m.note}")
         except Exception as e:  # a compile failure or graph break is a note in the table
-            m.note = failure_note(e)
+            m.note = one_line(e)
             self.progress(f"{label}: failed: {m.note}")
             traceback.print_exception(e, file=sys.stderr)  # the whole of it in verify's log
         finally:

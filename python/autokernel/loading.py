@@ -28,14 +28,16 @@ class BridgeError(Exception):
         self.usage = usage
 
 
-def failure_note(error, width=200):
-    """An exception as one line for a table: its type and first line, and, when its message runs
-    over several lines, its last one too, where a wrapped exception names its cause (Inductor's
-    SubprocException's first line is "An exception occurred in a subprocess:", its last the error
-    the compile worker raised)."""
+def one_line(error):
+    """An exception as one line: its type and first line, and the first later line that names an
+    error, which says what went wrong (a compiler's first error line for a build; the error a
+    wrapped traceback ends with: Inductor's SubprocException begins "An exception occurred in a
+    subprocess:"). A traceback's frame lines (File "...") do not count, whatever their paths say."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    note = f"{type(error).__name__}: {(lines or [''])[0][:width]}"
-    return note + (f" ... {lines[-1][:width]}" if len(lines) > 1 else "")
+    for line in lines[1:]:
+        if "error" in line.lower() and not line.startswith('File "'):
+            return f"{type(error).__name__}: {lines[0][:120]} ... {line[:200]}"
+    return f"{type(error).__name__}: {(lines or [''])[0][:300]}"
 
 
 @dataclass

@@ -4,7 +4,7 @@ the same treatment of PyTorch's own.
 """
 import torch
 
-from .loading import failure_note
+from .loading import one_line
 from .outputs import compare
 from .runtime import apply as applying
 from .timing import median_us, synchronize
@@ -29,7 +29,7 @@ def _replayed(bench, name, timing):
     try:
         graph, output = _graphed(lambda: loaded.model(*loaded.inputs))
     except Exception as e:  # a kernel that cannot be captured is a note, not the end of verify
-        timing[f"{name}_note"] = f"capture failed: {failure_note(e)}"
+        timing[f"{name}_note"] = f"capture failed: {one_line(e)}"
         return None
     graph.replay()
     synchronize(loaded.device)

@@ -24,6 +24,7 @@ import traceback
 
 import torch
 
+from ..loading import one_line
 from . import buffers, guard, problems
 from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files
 
@@ -34,16 +35,6 @@ class Failure(Exception):
     def __init__(self, kind, message):
         super().__init__(message)
         self.kind = kind
-
-
-def one_line(error):
-    """The line of an exception that says what went wrong (a compiler's first error line for a build)."""
-    text = str(error)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in lines:
-        if "error" in line.lower() and line != lines[0]:
-            return f"{type(error).__name__}: {lines[0][:120]} ... {line[:200]}"
-    return f"{type(error).__name__}: {(lines or [''])[0][:300]}"
 
 
 class Solver:
