@@ -57,9 +57,11 @@
 //   CHAIN    wgmma only, 1: a block's items run as one stream of key tiles, each item's last P V
 //            issued with the next item's first S and that softmax under it (at 512 keys an item
 //            is 4 key tiles, and each seam left a tile's S, softmax and P V unoverlapped)
-//   TMA_STORE wgmma only, 1: O leaves through the item's finished Q buffer and one TMA store per
-//            warpgroup instead of 16-64 four-byte stores per thread (those took 0.9-1.0 us of an
-//            item at 8 x 12 x 512 x 64 on the H100: bench/attention_timeline.sh)
+//   TMA_STORE wgmma only, 1 (the default): O leaves through the item's finished Q buffer and one
+//            TMA store per warpgroup instead of 16-64 four-byte stores per thread (0: those). On the
+//            H100 (bench/attention_timeline.sh, docs/benchmarks.md 2026-12-07) 7% faster at
+//            8 x 12 x 512 x 64, 3-6% causal and grouped-query, 10% at 1 x 32 x 2048 x 128 causal;
+//            with CHAIN it lost most of that at D = 64, so CHAIN stays 0
 //   BALANCE  wgmma only, 1: causal calls whose K and V fit twice in L2 take their query tiles
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
@@ -121,7 +123,7 @@
 #define CHAIN 0
 #endif
 #ifndef TMA_STORE
-#define TMA_STORE 0
+#define TMA_STORE 1
 #endif
 #if PATH == 1
 #define AK_ATTENTION_BALANCE BALANCE

@@ -17,7 +17,12 @@ inherited across fork and exec, irreversible):
   links anywhere (a link planted in a work directory could redirect a later trusted write), no
   device nodes; the GPU's device files (/dev/nvidia*) opened for reading, writing and ioctls where
   the caller names them (a CUDA process opens some lazily: the stream-ordered allocator's pool at
-  its first use);
+  its first use). /proc stays read-only, and CUDA's driver (570 and later) names the threads
+  cuInit starts by writing /proc/<pid>/task/<tid>/comm and fails (error 304) where it cannot: a
+  process confined with the GPU starts CUDA before it confines itself, and the processes it
+  starts cannot start CUDA at all. So torch.compile compiles in that process (Inductor's worker
+  processes import every Triton kernel they compile, which needs the driver: "Could not find an
+  active GPU backend"), one kernel at a time, rather than in a pool of workers;
 - network: no TCP bind or connect (Landlock ABI 4+), unless the caller says the code needs it;
 - other processes: no signals to a process outside the confined ones, no connection to an
   abstract UNIX socket outside them (ABI 6+); ptrace of an outside process is denied by every ABI;
@@ -128,8 +133,8 @@ def _add_path_rule(libc, ruleset, path, rights):
 
 def shared_memory_directories(directory="/dev/shm"):
     """Where multiprocessing's semaphores (sem_open) are files: a confined process that compiles
-    with torch.compile needs it writable, as Inductor's compile pool is a process pool (without it
-    every kernel compiles in the one process, one at a time)."""
+    with torch.compile on the CPU needs it writable, as Inductor's compile pool is a process pool
+    (without it every kernel compiles in the one process, one at a time, as on a GPU)."""
     return [directory] if os.path.isdir(directory) else []
 
 
@@ -147,7 +152,8 @@ def confine(writable, devices=(), network=False):
     """Confines this process (and all it starts) as the module's doc says, with `writable` the only
     directories it may change and `devices` the device files (or directories of them) it may open
     to read, write and control; `network`: TCP stays open (an agent reaching its model's API).
-    Raises Unconfined when Landlock is unavailable or refuses."""
+    Inductor's compile workers started before are stopped; with devices, torch.compile compiles in
+    this process from here on. Raises Unconfined when Landlock is unavailable or refuses."""
     abi = landlock_abi()
     if abi < 1:
         raise Unconfined(0, "Landlock is not available (Linux 5.13 or later, with landlock among the "
@@ -156,6 +162,7 @@ def confine(writable, devices=(), network=False):
     attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and not network else 0,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    _stop_compile_workers()
     drop_capabilities()
     libc = _libc()
     ruleset = libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
@@ -174,6 +181,26 @@ def confine(writable, devices=(), network=False):
             _fail("restrict_self")
     finally:
         os.close(ruleset)
+    if devices:
+        compile_in_this_process()
+
+
+def _stop_compile_workers():
+    """Inductor's compile workers started before the confinement would stay outside it, running the
+    jobs a confined process sends them: gone before it starts (a later pool starts inside)."""
+    async_compile = sys.modules.get("torch._inductor.async_compile")
+    if async_compile is not None and hasattr(async_compile, "shutdown_compile_workers"):
+        async_compile.shutdown_compile_workers()
+
+
+def compile_in_this_process():
+    """torch.compile's kernels compiled by this process itself, not by worker processes that would
+    need to start CUDA (the module's doc says why they cannot once confined): for this process's
+    Inductor if it is loaded, and through the environment for one loaded later or started from here."""
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.compile_threads = 1
 
 
 def confine_unless_trusted(writable, devices=(), network=False):

@@ -363,8 +363,9 @@ TEST_F(CudaHarness, FlashAttentionWgmmaPassesEveryStageWithAndWithoutPingPongAnd
 // without (a turn left unmatched at a seam hangs the block: TIMEOUT, not PASS), and one block per
 // causal pair (PERSISTENT 0, BALANCE 0: two items, one seam, per block).
 TEST_F(CudaHarness, FlashAttentionChainedItemsPassEveryStage) {
-  for (const std::string config : {"#define CHAIN 1", "#define CHAIN 1\n#define PINGPONG 0",
-                                   "#define CHAIN 1\n#define PERSISTENT 0\n#define BALANCE 0"})
+  for (const std::string config :
+       {"#define CHAIN 1\n#define TMA_STORE 0", "#define CHAIN 1\n#define PINGPONG 0",
+        "#define CHAIN 1\n#define PERSISTENT 0\n#define BALANCE 0"})
     for (const auto& [shape, dtype] :
          {std::pair{"8x12x512x64:causal=0", "bf16"}, std::pair{"8x12x512x64:causal=1", "fp16"},
           std::pair{"4x16x1000x64:causal=1,kv_heads=4", "bf16"},
@@ -375,12 +376,14 @@ TEST_F(CudaHarness, FlashAttentionChainedItemsPassEveryStage) {
     }
 }
 
-// O through shared memory and TMA (TMA_STORE): rows past S skipped by TMA (300, 520, 1100, 100
-// rows, items whose second warpgroup lies wholly past S), D = 64 and 128 (two slabs), a model's
-// [B, S, H, D] output seen as [B, H, S, D] (bshd: O's own strides in the map), and with chained
-// items, whose seam stores one item's O while the next item's first S runs.
-TEST_F(CudaHarness, FlashAttentionTmaStorePassesEveryStage) {
-  for (const std::string config : {"#define TMA_STORE 1", "#define TMA_STORE 1\n#define CHAIN 1"})
+// O through shared memory and TMA (TMA_STORE, the default): rows past S skipped by TMA (300, 520,
+// 1100, 100 rows, items whose second warpgroup lies wholly past S), D = 64 and 128 (two slabs), a
+// model's [B, S, H, D] output seen as [B, H, S, D] (bshd: O's own strides in the map), and with
+// chained items, whose seam stores one item's O while the next item's first S runs; and O stored
+// from registers (TMA_STORE 0) on the same shapes.
+TEST_F(CudaHarness, FlashAttentionTmaAndRegisterStoresPassEveryStage) {
+  for (const std::string config :
+       {"#define TMA_STORE 1", "#define TMA_STORE 1\n#define CHAIN 1", "#define TMA_STORE 0"})
     for (const auto& [shape, dtype] :
          {std::pair{"2x4x300x128:causal=1", "bf16"}, std::pair{"1x8x520x64:causal=0,kv_heads=2", "fp16"},
           std::pair{"8x12x512x64:causal=0", "bf16"}, std::pair{"16x16x100x64:causal=1", "bf16"},

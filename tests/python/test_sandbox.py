@@ -57,6 +57,51 @@ class Confined(unittest.TestCase):
             self.assertEqual(os.listdir(outside), [])
 
 
+# A process confined with a device file, as verify's and a solution's are with the GPU's: prints
+# what its torch.compile and a process it starts would do, and whether it may name a thread.
+WITH_DEVICES = textwrap.dedent("""
+    import os, subprocess, sys, threading
+    import torch._inductor.config as config
+    from torch._inductor.async_compile import AsyncCompile
+    import autokernel_sandbox
+    config.compile_threads = 2
+    AsyncCompile.warm_pool()  # workers started before the confinement, outside it
+    sidecar = AsyncCompile.process_pool().process
+    autokernel_sandbox.confine([sys.argv[1]], [os.devnull])
+    print("compile threads:", config.compile_threads)
+    print("earlier workers:", "running" if sidecar.poll() is None else "stopped")
+    child = "import os; print(os.environ.get('TORCHINDUCTOR_COMPILE_THREADS'))"
+    print("a child's compile threads:", subprocess.run([sys.executable, "-c", child], capture_output=True,
+                                                       text=True).stdout.strip())
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
+            comm.write("renamed")
+        print("name a thread: allowed")
+    except OSError:
+        print("name a thread: denied")
+""")
+
+
+@unittest.skipUnless(autokernel_sandbox.landlock_abi() >= 1, "this kernel has no Landlock")
+class ConfinedWithTheGpu(unittest.TestCase):
+    def test_torch_compile_compiles_in_the_confined_process_and_no_earlier_worker_outlives_it(self):
+        """CUDA's driver names its threads through /proc, read-only here, so a process started
+        inside cannot start CUDA (cuInit 304): Inductor's workers, which import each Triton kernel
+        they compile, would fail with "Could not find an active GPU backend" (the H100, 2026-12-07).
+        Workers started before the confinement would run outside it, so they are stopped."""
+        try:
+            import torch._inductor.config  # noqa: F401
+        except ImportError:
+            self.skipTest("no PyTorch with Inductor here")
+        with tempfile.TemporaryDirectory() as inside:
+            run = subprocess.run([sys.executable, "-c", WITH_DEVICES, inside], capture_output=True,
+                                 text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            seen = dict(line.split(": ") for line in run.stdout.splitlines())
+            self.assertEqual(seen, {"compile threads": "1", "earlier workers": "stopped",
+                                    "a child's compile threads": "1", "name a thread": "denied"}, run.stdout)
+
+
 class WithoutLandlock(unittest.TestCase):
     def test_it_refuses_with_one_line_unless_the_code_is_vouched_for(self):
         with mock.patch.object(autokernel_sandbox, "landlock_abi", return_value=0):
