@@ -20,7 +20,7 @@ import autokernel_sandbox as sandbox  # noqa: E402
 
 
 def configurations(scratch):
-    shm = sandbox.shared_memory_directories()
+    shm = sandbox.shared_memory_directories("cuda")
     devices = sandbox.gpu_device_files()
     return {
         "unconfined": None,

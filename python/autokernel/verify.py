@@ -241,7 +241,7 @@ def _confine(args, device):
     from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files, shared_memory_directories
 
     writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches,
-                *shared_memory_directories()]
+                *shared_memory_directories(device.type)]
     try:
         confine_unless_trusted(writable, gpu_device_files() if device.type == "cuda" else ())
     except Unconfined as e:

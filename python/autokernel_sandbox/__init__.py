@@ -131,11 +131,13 @@ def _add_path_rule(libc, ruleset, path, rights):
         os.close(fd)
 
 
-def shared_memory_directories(directory="/dev/shm"):
-    """Where multiprocessing's semaphores (sem_open) are files: a confined process that compiles
-    with torch.compile on the CPU needs it writable, as Inductor's compile pool is a process pool
-    (without it every kernel compiles in the one process, one at a time, as on a GPU)."""
-    return [directory] if os.path.isdir(directory) else []
+def shared_memory_directories(device_type, directory="/dev/shm"):
+    """Where multiprocessing's semaphores (sem_open) are files, for a process confined to run on
+    `device_type` ("cpu", "cuda"): one that compiles with torch.compile on the CPU needs it
+    writable, as Inductor's compile pool is a process pool (without it every kernel compiles in the
+    one process, one at a time); on a GPU it compiles in the process anyway (compile_in_this_process),
+    and /dev/shm, where other processes' files are, stays read-only."""
+    return [directory] if device_type == "cpu" and os.path.isdir(directory) else []
 
 
 def gpu_device_files(only_minor=None, directory="/dev"):

@@ -198,7 +198,7 @@ class Judge:
                    TRITON_CACHE_DIR=os.path.join(caches, "triton"),
                    TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
                    CUDA_CACHE_PATH=os.path.join(caches, "nv"))
-        plan["writable"] = [cwd, caches, *shared_memory_directories()]  # (torch.compile's process pool)
+        plan["writable"] = [cwd, caches, *shared_memory_directories(self.device.type)]
         sole = sole_gpu(self.device)
         if sole:  # the solution sees this GPU alone, as its cuda:0
             env["CUDA_VISIBLE_DEVICES"], plan["gpu_minor"] = sole
