@@ -4,6 +4,7 @@ under torch.compile in each of its modes.
 """
 import gc
 import itertools
+import os
 import resource
 import statistics
 import sys
@@ -102,7 +103,12 @@ def compile_state():
     compile pool takes its Triton kernels (else they compile in this process, one at a time)."""
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     pool = _compile_pool()
-    state = "" if pool is None else (
-        "; Inductor's compile pool in use" if pool.use_process_pool() else
-        "; Inductor's compile pool not ready: kernels compile in this process")
+    if pool is None:
+        state = ""
+    elif os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") == "1":  # autokernel_sandbox's, with the GPU
+        state = "; one compile thread: kernels compile in this process"
+    elif pool.use_process_pool():
+        state = "; Inductor's compile pool in use"
+    else:
+        state = "; Inductor's compile pool not ready: kernels compile in this process"
     return f"peak memory {peak_gb:.1f} GB{state}"
