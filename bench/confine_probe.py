@@ -20,15 +20,14 @@ import autokernel_sandbox as sandbox  # noqa: E402
 
 
 def configurations(scratch):
-    shm = sandbox.shared_memory_directories("cuda")
     devices = sandbox.gpu_device_files()
     return {
         "unconfined": None,
         "capabilities dropped only": "caps",
-        "confined, gpu device files (as verify)": ([scratch, *shm], devices),
-        "confined as verify, torch.cuda.is_available()": ([scratch, *shm], devices),
-        "confined, all of /dev as devices": ([scratch, *shm], ["/dev"]),
-        "confined as verify, /proc writable": ([scratch, *shm, "/proc"], devices),
+        "confined, gpu device files (as verify)": ([scratch], devices),
+        "confined as verify, torch.cuda.is_available()": ([scratch], devices),
+        "confined, all of /dev as devices": ([scratch], ["/dev"]),
+        "confined as verify, /proc writable": ([scratch, "/proc"], devices),
         "confined, / writable, gpu device files": (["/"], devices),
         "confined, / writable, all of /dev as devices": (["/"], ["/dev"]),
     }

@@ -4,7 +4,6 @@ under torch.compile in each of its modes.
 """
 import gc
 import itertools
-import os
 import resource
 import statistics
 import sys
@@ -105,7 +104,7 @@ def compile_state():
     pool = _compile_pool()
     if pool is None:
         state = ""
-    elif os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") == "1":  # autokernel_sandbox's, with the GPU
+    elif torch._inductor.config.compile_threads == 1:  # (autokernel_sandbox's, with the GPU)
         state = "; one compile thread: kernels compile in this process"
     elif pool.use_process_pool():
         state = "; Inductor's compile pool in use"

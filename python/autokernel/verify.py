@@ -238,12 +238,11 @@ def _confine(args, device):
     report), its scratch directory and its compilers' caches: not the engine, its Python, the
     module cache or the judge's files, which decide what verify reports after it (the judge's
     verdict). Its report is the kernels' word all the same (docs/architecture.md)."""
-    from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files, shared_memory_directories
+    from autokernel_sandbox import Unconfined, confine_unless_trusted, gpu_device_files
 
-    writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches,
-                *shared_memory_directories(device.type)]
+    writable = [str(pathlib.Path(args.json_out).resolve().parent), args.scratch, args.caches]
     try:
-        confine_unless_trusted(writable, gpu_device_files() if device.type == "cuda" else ())
+        confine_unless_trusted(writable, gpu_device_files() if device.type == "cuda" else (), torch_compile=True)
     except Unconfined as e:
         raise BridgeError(f"refusing to load the kernels unconfined: {e.strerror} "
                           "(AUTOKERNEL_UNCONFINED=1 runs trusted kernels without it)", usage=False) from None

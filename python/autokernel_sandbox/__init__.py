@@ -131,15 +131,6 @@ def _add_path_rule(libc, ruleset, path, rights):
         os.close(fd)
 
 
-def shared_memory_directories(device_type, directory="/dev/shm"):
-    """Where multiprocessing's semaphores (sem_open) are files, for a process confined to run on
-    `device_type` ("cpu", "cuda"): one that compiles with torch.compile on the CPU needs it
-    writable, as Inductor's compile pool is a process pool (without it every kernel compiles in the
-    one process, one at a time); on a GPU it compiles in the process anyway (compile_in_this_process),
-    and /dev/shm, where other processes' files are, stays read-only."""
-    return [directory] if device_type == "cpu" and os.path.isdir(directory) else []
-
-
 def gpu_device_files(only_minor=None, directory="/dev"):
     """The NVIDIA driver's device files of this machine (/dev/nvidia0, nvidiactl, nvidia-uvm, ...);
     with `only_minor`, of its GPUs only /dev/nvidia<only_minor>: a process confined to them (and
@@ -150,12 +141,17 @@ def gpu_device_files(only_minor=None, directory="/dev"):
     return [os.path.join(directory, name) for name in names]
 
 
-def confine(writable, devices=(), network=False):
+def confine(writable, devices=(), network=False, torch_compile=False):
     """Confines this process (and all it starts) as the module's doc says, with `writable` the only
     directories it may change and `devices` the device files (or directories of them) it may open
     to read, write and control; `network`: TCP stays open (an agent reaching its model's API).
     Inductor's compile workers started before are stopped; with devices, torch.compile compiles in
-    this process from here on. Raises Unconfined when Landlock is unavailable or refuses."""
+    this process from here on. `torch_compile`: the code compiles with torch.compile, and without
+    devices /dev/shm is writable too, for the semaphores of Inductor's compile pool (a process
+    pool; on a GPU there is none, and /dev/shm, where other processes' files are, stays read-only).
+    Raises Unconfined when Landlock is unavailable or refuses."""
+    if torch_compile and not devices and os.path.isdir("/dev/shm"):  # where sem_open's semaphores are
+        writable = [*writable, "/dev/shm"]
     abi = landlock_abi()
     if abi < 1:
         raise Unconfined(0, "Landlock is not available (Linux 5.13 or later, with landlock among the "
@@ -205,10 +201,10 @@ def compile_in_this_process():
         config.compile_threads = 1
 
 
-def confine_unless_trusted(writable, devices=(), network=False):
-    """confine(writable, devices, network), or nothing when AUTOKERNEL_UNCONFINED=1 vouches for the
-    code; returns whether the process is confined."""
+def confine_unless_trusted(writable, devices=(), network=False, torch_compile=False):
+    """confine(writable, devices, network, torch_compile), or nothing when AUTOKERNEL_UNCONFINED=1
+    vouches for the code; returns whether the process is confined."""
     if os.environ.get("AUTOKERNEL_UNCONFINED") == "1":
         return False
-    confine(writable, devices, network)
+    confine(writable, devices, network, torch_compile)
     return True

@@ -60,14 +60,14 @@ class Confined(unittest.TestCase):
 # A process confined with a device file, as verify's and a solution's are with the GPU's: prints
 # what its torch.compile and a process it starts would do, and whether it may name a thread.
 WITH_DEVICES = textwrap.dedent("""
-    import os, subprocess, sys, threading
+    import os, subprocess, sys, tempfile, threading
     import torch._inductor.config as config
     from torch._inductor.async_compile import AsyncCompile
     import autokernel_sandbox
     config.compile_threads = 2
     AsyncCompile.warm_pool()  # workers started before the confinement, outside it
     sidecar = AsyncCompile.process_pool().process
-    autokernel_sandbox.confine([sys.argv[1]], [os.devnull])
+    autokernel_sandbox.confine([sys.argv[1]], [os.devnull], torch_compile=True)
     print("compile threads:", config.compile_threads)
     print("earlier workers:", "running" if sidecar.poll() is None else "stopped")
     child = "import os; print(os.environ.get('TORCHINDUCTOR_COMPILE_THREADS'))"
@@ -79,11 +79,26 @@ WITH_DEVICES = textwrap.dedent("""
         print("name a thread: allowed")
     except OSError:
         print("name a thread: denied")
+    try:  # no compile pool here, so no semaphores: other processes' files stay out of reach
+        os.rmdir(tempfile.mkdtemp(dir="/dev/shm"))
+        print("write /dev/shm: allowed")
+    except OSError:
+        print("write /dev/shm: denied")
+""")
+
+# A process confined to the CPU that compiles with torch.compile: Inductor's compile pool, a
+# process pool, keeps its semaphores in /dev/shm.
+ON_THE_CPU = textwrap.dedent("""
+    import os, sys, tempfile
+    import autokernel_sandbox
+    autokernel_sandbox.confine([sys.argv[1]], torch_compile=True)
+    os.rmdir(tempfile.mkdtemp(dir="/dev/shm"))
+    print("write /dev/shm: allowed")
 """)
 
 
 @unittest.skipUnless(autokernel_sandbox.landlock_abi() >= 1, "this kernel has no Landlock")
-class ConfinedWithTheGpu(unittest.TestCase):
+class ConfinedForTorchCompile(unittest.TestCase):
     def test_torch_compile_compiles_in_the_confined_process_and_no_earlier_worker_outlives_it(self):
         """CUDA's driver names its threads through /proc, read-only here, so a process started
         inside cannot start CUDA (cuInit 304): Inductor's workers, which import each Triton kernel
@@ -99,7 +114,15 @@ class ConfinedWithTheGpu(unittest.TestCase):
             self.assertEqual(run.returncode, 0, run.stderr)
             seen = dict(line.split(": ") for line in run.stdout.splitlines())
             self.assertEqual(seen, {"compile threads": "1", "earlier workers": "stopped",
-                                    "a child's compile threads": "1", "name a thread": "denied"}, run.stdout)
+                                    "a child's compile threads": "1", "name a thread": "denied",
+                                    "write /dev/shm": "denied"}, run.stdout)
+
+    @unittest.skipUnless(os.path.isdir("/dev/shm"), "no /dev/shm here")
+    def test_on_the_cpu_the_compile_pools_semaphores_have_dev_shm(self):
+        with tempfile.TemporaryDirectory() as inside:
+            run = subprocess.run([sys.executable, "-c", ON_THE_CPU, inside], capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual((run.returncode, run.stdout.strip()), (0, "write /dev/shm: allowed"), run.stderr)
 
 
 class WithoutLandlock(unittest.TestCase):

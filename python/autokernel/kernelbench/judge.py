@@ -18,7 +18,6 @@ import time
 
 import torch
 
-from autokernel_sandbox import shared_memory_directories
 
 from . import buffers, checks, problems
 from .channel import SolverProcess
@@ -198,7 +197,7 @@ class Judge:
                    TRITON_CACHE_DIR=os.path.join(caches, "triton"),
                    TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"),
                    CUDA_CACHE_PATH=os.path.join(caches, "nv"))
-        plan["writable"] = [cwd, caches, *shared_memory_directories(self.device.type)]
+        plan["writable"] = [cwd, caches]
         sole = sole_gpu(self.device)
         if sole:  # the solution sees this GPU alone, as its cuda:0
             env["CUDA_VISIBLE_DEVICES"], plan["gpu_minor"] = sole

@@ -189,7 +189,8 @@ def main(argv):
         solver = Solver(plan)  # the judge's buffers opened (CUDA IPC) with whatever rights that takes,
         try:  # then every capability dropped and the process confined, before any of the solution's code runs
             confine_unless_trusted(plan["writable"],
-                                   gpu_device_files(plan.get("gpu_minor")) if solver.device.type == "cuda" else ())
+                                   gpu_device_files(plan.get("gpu_minor")) if solver.device.type == "cuda" else (),
+                                   torch_compile=True)
         except Unconfined as e:
             raise Failure("sandbox", f"refusing to run the solution unconfined: {e.strerror} "
                                      "(AUTOKERNEL_UNCONFINED=1 runs trusted code without it)") from None

@@ -24,8 +24,7 @@ COMPILE_CONFINED = textwrap.dedent("""
     for variable in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH"):
         os.environ[variable] = os.path.join(scratch, variable.lower())
     x = torch.randn(1000, 1000, device="cuda")
-    autokernel_sandbox.confine([scratch, *autokernel_sandbox.shared_memory_directories("cuda")],
-                               autokernel_sandbox.gpu_device_files())
+    autokernel_sandbox.confine([scratch], autokernel_sandbox.gpu_device_files(), torch_compile=True)
     y = torch.compile(lambda t: torch.nn.functional.silu(t) * t + 1)(x)
     expected = torch.nn.functional.silu(x) * x + 1
     print("largest difference:", float((y - expected).abs().max()))
