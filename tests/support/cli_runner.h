@@ -1,9 +1,11 @@
 // Runs the autokernel CLI built beside the tests, as a user would, and reads its JSON.
 #pragma once
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,10 +40,26 @@ inline ScratchDirectories& scratch_directories() {
   return directories;
 }
 
+// The scratch directories of test processes that no longer run: one killed before its end (a
+// ctest timeout, an interrupted run) never got to remove its own.
+inline void remove_dead_processes_scratch(const std::filesystem::path& temp) {
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(temp, ignored)) {
+    const std::string name = entry.path().filename().string();
+    const auto mark = name.rfind("-pid");
+    if (!name.starts_with("autokernel-test-") || mark == std::string::npos) continue;
+    const std::string digits = name.substr(mark + 4);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(digits)), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 // A fresh directory per test process and name: ctest runs tests in parallel processes.
 inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("autokernel-test-" + name + "-" + std::to_string(::getpid()));
+  const auto temp = std::filesystem::temp_directory_path();
+  remove_dead_processes_scratch(temp);
+  auto dir = temp / ("autokernel-test-" + name + "-pid" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   scratch_directories().add(dir);
