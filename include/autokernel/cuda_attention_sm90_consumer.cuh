@@ -63,8 +63,11 @@ struct Consumer {
           Lazy ? rows[r].update_lazy(row_max, kLazyLog2, shift[r]) : rows[r].update(row_max, shift[r]);
     }
 #pragma unroll
-    for (int i = 0; i < Keys / 2; ++i)
-      s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
+    for (int i = 0; i < Keys / 2; ++i) {
+      const float x = fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]);
+      // (a masked key's -inf must give 0: the polynomial's floor is not, so masked tiles keep the MUFU)
+      s[i] = !Mask && i % 8 < kExpPoly ? ak_cuda::poly_exp2(x) : ak_cuda::fast_exp2(x);
+    }
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
