@@ -156,6 +156,11 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_EXP_POLY
 #define AK_ATTENTION_EXP_POLY 0
 #endif
+// Wait below softmax (1): the wait for P V stays below the softmax meant to run under it
+// (Consumer::hold_wait_below_softmax); 0: where ptxas puts it.
+#ifndef AK_ATTENTION_WAIT_BELOW_SOFTMAX
+#define AK_ATTENTION_WAIT_BELOW_SOFTMAX 1
+#endif
 constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
@@ -165,6 +170,7 @@ constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
 static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
 constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;
 constexpr int kExpPoly = AK_ATTENTION_EXP_POLY;
+constexpr bool kWaitBelowSoftmax = AK_ATTENTION_WAIT_BELOW_SOFTMAX != 0;
 static_assert(kExpPoly >= 0 && kExpPoly <= 4, "at most half the exponentials on the FMA pipes");
 constexpr float kLazyLog2 = 8.0f;
 

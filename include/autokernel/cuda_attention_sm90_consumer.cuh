@@ -116,6 +116,20 @@ struct Consumer {
     wgmma_commit();
   }
 
+  // A branch on the softmax's row sum (never taken: a sum of exponentials is not negative) ahead
+  // of the wait for P V. Waiting earlier is always correct, so no dependency keeps ptxas from
+  // hoisting that wait, and it did: ptxas 13.0 put it above all but 0-12 of the softmax's 64
+  // MUFU.EX2s in every wgmma kernel (bench/sass_order.sh), so the softmax ran after P V, not under
+  // it. It does not move a wait above a branch: with this one, all 64 stay ahead of it. Only at
+  // D = 64 in tiles of 128 keys, unchained: ptxas allocates the consumers within the 168 registers
+  // of the kernel's launch bounds, not setmaxnreg's 232, and with the softmax's values live beside
+  // O and P in flight, D = 128, 176 keys and the chained seam left it too few: it serialized every
+  // wgmma (C7512). At D = 128 the softmax is half the tensor cores' time per tile anyway.
+  __device__ __forceinline__ void hold_wait_below_softmax() const {
+    if constexpr (kWaitBelowSoftmax && D == 64 && Keys == 128 && !kChain)
+      if (rows[0].sum < 0.0f) asm volatile("trap;");
+  }
+
   __device__ __forceinline__ void settle(float (&s)[Keys / 2]) {
 #pragma unroll
     for (int i = 0; i < Keys / 2; ++i) fence_register(s[i]);
@@ -216,6 +230,7 @@ struct Consumer {
     settle(s);
     release(bar.k, k_at);
     scores_done();
+    hold_wait_below_softmax();
     wgmma_wait<0>();
     settle_pv();
     release(bar.v, v_at);
