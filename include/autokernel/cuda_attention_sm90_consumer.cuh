@@ -354,18 +354,21 @@ struct Consumer {
                                             const Out& out, const CUtensorMap* mo) {
     int slot = 0;
     for_each_item<Spread>(p, [&](int item, int item_round) {
-      const Work<Spread, Keys> w(p, item);
       round = item_round;
       begin_item(bar);
-      const Item it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
+      const Item it = [&] {
+        const Work<Spread, Keys> w(p, item);
+        return item_at(smem, p, w.m0, w.n_tiles, slot, round);
+      }();
       float s[Keys / 2];
       if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
       first_tile(s, smem, bar, p, it);
       steps(s, smem, bar, p, it);
       last_tile(smem, bar, it, true);
+      const Work<Spread, Keys> w(p, item);  // (recomputed: kept from the start, it cost registers)
       finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
       trace(c + 1, round, kStored);
-      slot += w.n_tiles;
+      slot += it.n_tiles;
     });
   }
 
