@@ -4,7 +4,9 @@
 # order, runs of one counted ("MUFU.EX2 x41"). The PTX's order is not the SASS's: until 2026-12-06
 # ptxas placed the attention's wait for P V ahead of the softmax meant to run under it (a masking
 # branch in the loop), and only the SASS showed it (docs/benchmarks.md, thirty-fifth session).
-# Needs nvcc and cuobjdump (the GPU machine has both); the matched functions' SASS goes to $OUT.
+# Needs nvcc and cuobjdump with nvdisasm: the GPU machine's toolkit has both; on a machine whose
+# toolkit has only the compilers, those of NVIDIA's wheels in the project's .venv
+# (python/requirements.txt), so the SASS needs no device call. The matched functions' SASS goes to $OUT.
 #   bash bench/sass_order.sh kernels/cuda/flash_attention.cu 'attention_wgmmaI13__nv_bfloat16Li128ELb0ELi128ELb0'
 #   SASS_DEFINES="-DLAZY_RESCALE=1" bash bench/sass_order.sh kernels/cuda/flash_attention.cu 'Li128ELb0ELi128ELb1'
 set -uo pipefail
@@ -12,7 +14,13 @@ cd "$(dirname "$0")/.."
 [[ $# -eq 2 ]] || { echo "usage: bench/sass_order.sh KERNEL_FILE FUNCTION_REGEX" >&2; exit 2; }
 [[ -f $1 ]] || { echo "sass_order.sh: no file $1" >&2; exit 2; }
 export PATH=$PATH:/usr/local/cuda/bin
-command -v cuobjdump >/dev/null || { echo "sass_order.sh: needs cuobjdump (the CUDA toolkit's)" >&2; exit 2; }
+if ! command -v cuobjdump >/dev/null; then
+  for bin in .venv/lib/python3*/site-packages/nvidia/cu*/bin; do
+    [[ -x $bin/cuobjdump && -x $bin/nvdisasm ]] && export PATH=$PATH:$PWD/$bin
+  done
+fi
+command -v cuobjdump >/dev/null ||
+  { echo "sass_order.sh: needs cuobjdump (the CUDA toolkit's, or scripts/install-deps.sh's in .venv)" >&2; exit 2; }
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 tag=$(basename "$1" | tr '.' '_')

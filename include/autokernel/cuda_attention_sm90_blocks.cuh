@@ -148,19 +148,6 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_BALANCE
 #define AK_ATTENTION_BALANCE 0
 #endif
-// Exponentials on the FMA pipes (n of 8, 0-4): in tiles without a mask, n of every 8 of a thread's
-// scores take ak_cuda::poly_exp2 instead of MUFU.EX2. At D = 64 a warpgroup's softmax of a tile
-// (64 exponentials a thread, 16 a clock per SM) takes as long as its two matrix products, so the
-// MUFU bounds the ping-pong as much as the tensor cores do; the polynomial spends issue slots
-// instead (FlashAttention-4's remedy on Blackwell).
-#ifndef AK_ATTENTION_EXP_POLY
-#define AK_ATTENTION_EXP_POLY 0
-#endif
-// Wait below softmax (1): the wait for P V stays below the softmax meant to run under it
-// (Consumer::hold_wait_below_softmax); 0: where ptxas puts it.
-#ifndef AK_ATTENTION_WAIT_BELOW_SOFTMAX
-#define AK_ATTENTION_WAIT_BELOW_SOFTMAX 1
-#endif
 constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
@@ -169,9 +156,6 @@ constexpr bool kChain = AK_ATTENTION_CHAIN != 0, kTmaStore = AK_ATTENTION_TMA_ST
 constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
 static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
 constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;
-constexpr int kExpPoly = AK_ATTENTION_EXP_POLY;
-constexpr bool kWaitBelowSoftmax = AK_ATTENTION_WAIT_BELOW_SOFTMAX != 0;
-static_assert(kExpPoly >= 0 && kExpPoly <= 4, "at most half the exponentials on the FMA pipes");
 constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head

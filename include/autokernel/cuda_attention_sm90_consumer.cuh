@@ -63,11 +63,8 @@ struct Consumer {
           Lazy ? rows[r].update_lazy(row_max, kLazyLog2, shift[r]) : rows[r].update(row_max, shift[r]);
     }
 #pragma unroll
-    for (int i = 0; i < Keys / 2; ++i) {
-      const float x = fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]);
-      // (a masked key's -inf must give 0: the polynomial's floor is not, so masked tiles keep the MUFU)
-      s[i] = !Mask && i % 8 < kExpPoly ? ak_cuda::poly_exp2(x) : ak_cuda::fast_exp2(x);
-    }
+    for (int i = 0; i < Keys / 2; ++i)
+      s[i] = ak_cuda::fast_exp2(fmaf(s[i], p.scale_log2, -shift[(i / 2) & 1]));
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
@@ -114,20 +111,6 @@ struct Consumer {
     for (int kk = 0; kk < Keys / 16; ++kk)
       wgmma_rs_trans<T, D>(o, pa[kk], smem_desc(v + L::v_step(kk), L::kVBoxBytes, 1024));
     wgmma_commit();
-  }
-
-  // A branch on the softmax's row sum (never taken: a sum of exponentials is not negative) ahead
-  // of the wait for P V. Waiting earlier is always correct, so no dependency keeps ptxas from
-  // hoisting that wait, and it did: ptxas 13.0 put it above all but 0-12 of the softmax's 64
-  // MUFU.EX2s in every wgmma kernel (bench/sass_order.sh), so the softmax ran after P V, not under
-  // it. It does not move a wait above a branch: with this one, all 64 stay ahead of it. Only at
-  // D = 64 in tiles of 128 keys, unchained: ptxas allocates the consumers within the 168 registers
-  // of the kernel's launch bounds, not setmaxnreg's 232, and with the softmax's values live beside
-  // O and P in flight, D = 128, 176 keys and the chained seam left it too few: it serialized every
-  // wgmma (C7512). At D = 128 the softmax is half the tensor cores' time per tile anyway.
-  __device__ __forceinline__ void hold_wait_below_softmax() const {
-    if constexpr (kWaitBelowSoftmax && D == 64 && Keys == 128 && !kChain)
-      if (rows[0].sum < 0.0f) asm volatile("trap;");
   }
 
   __device__ __forceinline__ void settle(float (&s)[Keys / 2]) {
@@ -212,7 +195,12 @@ struct Consumer {
 
   // One turn with two groups in flight: S = Q K(k_at) and O += P V(v_at), then `scores_done`
   // (the softmax of S) under P V. K goes back once its S is done, V once P V is; P is left in s.
-  // Branch-free wgmma paths keep ptxas from serializing the asynchronous groups.
+  // Branch-free wgmma paths keep ptxas from serializing the asynchronous groups. In the SASS
+  // (ptxas 13.0) the wait for P V sits above all but 0-12 of the softmax's exponentials, in every
+  // kernel: waiting earlier is always correct, so nothing keeps it down. Held below them by a
+  // never-taken branch on the row sum, D = 64 ran 4-7% slower on the H100 at 512 keys (the
+  // ping-pong already puts the other warpgroup's products under this one's softmax;
+  // docs/benchmarks.md, thirty-ninth session), and D = 128 ran out of registers (C7512).
   template <class ScoresDone>
   __device__ __forceinline__ void overlapped(float (&s)[Keys / 2], uint32_t smem,
                                              const Barriers<D, Keys>& bar, uint32_t q, int k_at, int v_at,
@@ -230,7 +218,6 @@ struct Consumer {
     settle(s);
     release(bar.k, k_at);
     scores_done();
-    hold_wait_below_softmax();
     wgmma_wait<0>();
     settle_pv();
     release(bar.v, v_at);
@@ -354,21 +341,18 @@ struct Consumer {
                                             const Out& out, const CUtensorMap* mo) {
     int slot = 0;
     for_each_item<Spread>(p, [&](int item, int item_round) {
+      const Work<Spread, Keys> w(p, item);
       round = item_round;
       begin_item(bar);
-      const Item it = [&] {
-        const Work<Spread, Keys> w(p, item);
-        return item_at(smem, p, w.m0, w.n_tiles, slot, round);
-      }();
+      const Item it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
       float s[Keys / 2];
       if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
       first_tile(s, smem, bar, p, it);
       steps(s, smem, bar, p, it);
       last_tile(smem, bar, it, true);
-      const Work<Spread, Keys> w(p, item);  // (recomputed: kept from the start, it cost registers)
       finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
       trace(c + 1, round, kStored);
-      slot += it.n_tiles;
+      slot += w.n_tiles;
     });
   }
 

@@ -18,8 +18,6 @@
 //   RowSlot, row_slot<RowThreads, RowsPerBlock>(rows)
 //                                    which row a thread's group of a row-per-group block handles
 //   fast_exp2, kLog2e                2^v through ex2.approx (results below 2^-126 flush to zero)
-//   poly_exp2                        2^v on the FMA pipes (relative error 7.5e-5), to take part of
-//                                    a softmax's exponentials off the 16-per-clock MUFU
 //   check_launch()                   AK_ERR_LAUNCH when the last launch failed
 //   alloc_workspace / free_workspace stream-ordered scratch from the device's default pool, kept
 //                                    pooled across synchronizations; with_workspace around a use
@@ -308,23 +306,6 @@ __device__ __forceinline__ float fast_exp2(float v) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
   return r;
-}
-
-// 2^v without the MUFU: v = j + f with j = round(v) and f in [-1/2, 1/2]; 2^f by a cubic fitted
-// for relative error (7.5e-5 at most, below half an fp16 ulp of P), and j added to its exponent
-// bits. Eight instructions on the FMA and integer pipes against MUFU.EX2's one issue but eight
-// clocks of a 4-per-clock unit per warp: a softmax whose exponentials bound it (D = 64 attention)
-// can move a share of them here. v is clamped at -125.5, so every result is a normal float or
-// about 1.7e-38 (where ex2.approx gives 0); v = -inf gives that floor too, not 0: callers keep
-// it for keys that are never masked. v must stay below 127.
-__device__ __forceinline__ float poly_exp2(float v) {
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-  const float x = fmaxf(v, -125.5f);
-  const float t = x + kRound;
-  const float f = x - (t - kRound);
-  const float p = fmaf(fmaf(fmaf(0.05517098f, f, 0.24260971f), f, 0.69326097f), f, 0.9999282f);
-  // t's bits are kRound's plus j; shifted up 23 places only j's remain, in the exponent field.
-  return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23));
 }
 
 }  // namespace ak_cuda

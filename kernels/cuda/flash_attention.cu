@@ -66,9 +66,6 @@
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
 //            the work of the others)
-//   EXP_POLY wgmma only: of every 8 exponentials of a tile without a mask, how many a polynomial
-//            computes on the FMA pipes (ak_cuda::poly_exp2) instead of the MUFU, whose 16 a clock
-//            per SM bound the softmax at D = 64
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -93,8 +90,6 @@
 // @require CHAIN == 0 || PATH == 1
 // @tune TMA_STORE: 0, 1
 // @require TMA_STORE == 0 || PATH == 1
-// @tune EXP_POLY: 0, 1, 2, 3, 4
-// @require EXP_POLY == 0 || PATH == 1
 // @tune KEYS: 128, 176
 // @require KEYS == 128 || PATH == 1
 #include <algorithm>
@@ -130,9 +125,6 @@
 #ifndef TMA_STORE
 #define TMA_STORE 1
 #endif
-#ifndef EXP_POLY
-#define EXP_POLY 0
-#endif
 #if PATH == 1
 #define AK_ATTENTION_BALANCE BALANCE
 #define AK_ATTENTION_KEYS KEYS
@@ -142,7 +134,6 @@
 #define AK_ATTENTION_PERSISTENT PERSISTENT
 #define AK_ATTENTION_CHAIN CHAIN
 #define AK_ATTENTION_TMA_STORE TMA_STORE
-#define AK_ATTENTION_EXP_POLY EXP_POLY
 #include "autokernel/cuda_attention_sm90.cuh"
 #endif
 #ifndef BLOCK_M

@@ -409,18 +409,6 @@ TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
                              {"2x4x300x128:causal=1", "fp16"}});
 }
 
-// Half the exponentials of every unmasked tile by ak_cuda::poly_exp2 (EXP_POLY 4, the most the
-// parameter allows): D 64 and 128, causal (whose masked diagonal tiles keep the MUFU, for exact
-// zeros) and not, ragged last tiles, grouped-query heads; the stability stage's large scores
-// reach the polynomial's clamp.
-TEST_F(CudaHarness, FlashAttentionPolynomialExponentialsPassEveryStage) {
-  expect_every_stage_passes(starter_with("flash_attention", "#define EXP_POLY 4"), "flash_attention",
-                            {{"8x12x512x64:causal=0", "fp16"},
-                             {"1x8x520x64:causal=1,kv_heads=2", "bf16"},
-                             {"2x16x1100x128:causal=0", "bf16"},
-                             {"2x4x300x128:causal=1", "fp16"}});
-}
-
 // q, k, v and o as a model's [B, S, H, D] projections viewed as [B, H, S, D] (bshd = 1): the
 // wgmma path (TMA over those strides), the mma path (fp32 falls to simt) and rotary's vector and
 // scalar paths, with grouped-query heads, ragged tiles and one batch.
