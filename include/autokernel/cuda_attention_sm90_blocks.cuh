@@ -148,6 +148,13 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_BALANCE
 #define AK_ATTENTION_BALANCE 0
 #endif
+// Deferred Q release (1): with two Q buffers, an item's O leaves through TMA while the next item
+// runs, its buffer handed back after that item's first S (Consumer::release_stored_q) instead of
+// each consumer warpgroup's first warp waiting for the copy's read before the next item's first
+// product, which needs all four warps. 0: wait, then hand back.
+#ifndef AK_ATTENTION_DEFER_Q_RELEASE
+#define AK_ATTENTION_DEFER_Q_RELEASE 1
+#endif
 constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");

@@ -18,6 +18,8 @@ namespace ak_attention_sm90 {
 template <typename T, int D, int Keys, bool Lazy>
 struct Consumer {
   using L = Layout<D, Keys>;
+  // (one Q buffer: the next item's Q would wait for the release, which waits for that item)
+  static constexpr bool kDeferQRelease = AK_ATTENTION_DEFER_Q_RELEASE != 0 && kTmaStore && L::kQBuffers == 2;
   static constexpr int kGroups = Keys / 8;  // 8-column groups of a score tile
   int c, warp, lane;
   float o[D / 2];
@@ -25,6 +27,10 @@ struct Consumer {
   float rescale[2];           // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
   int round = 0;  // this block's item number (for trace alone)
+  // kDeferQRelease: whether finish may leave its store reading (run_items; the chained items'
+  // seams do not), and the round whose Q buffer that store still reads (-1: none).
+  bool defer_q = false;
+  int stored_q = -1;
 
   // Masks (with Mask: keys past the sequence and, causal, past each row's diagonal), folds the
   // tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
@@ -184,6 +190,7 @@ struct Consumer {
     wgmma_fence();
     issue_scores(s, it.q, smem + L::k_at(it.slot0));
     pass_turn(false);
+    release_stored_q(bar);
     wgmma_wait<0>();
     settle(s);
     trace(c + 1, round, kFirstScores);
@@ -298,8 +305,9 @@ struct Consumer {
   // 32 banks), then sent by one thread, which waits until the copy has read them: its warp then
   // hands the buffer back. Rows past S are not written (TMA skips what lies outside the tensor).
   // The direct stores took 0.9-1.0 us an item at 8 x 12 x 512 x 64 (docs/benchmarks.md, 2026-12-07).
+  // `wait_read` false: the thread leaves the copy reading (release_stored_q waits for it later).
   __device__ __forceinline__ void store_staged(const CUtensorMap* mo, uint32_t q, int b, int h, int m0,
-                                               const ak_cuda::RowState (&done)[2]) const {
+                                               const ak_cuda::RowState (&done)[2], bool wait_read) const {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -317,18 +325,33 @@ struct Consumer {
       for (int s = 0; s < D / 64; ++s)
         tma_store_4d(mo, q + s * kSlabBytes + 64 * c * 128, 64 * s, m0 + 64 * c, h, b);
       bulk_commit();
-      bulk_wait_read();
+      if (wait_read) bulk_wait_read();
     }
+  }
+
+  // The Q buffer whose O a deferred store (kDeferQRelease) is still reading, handed back once the
+  // copy has read it: called after the next item's first S is issued, when that copy has long
+  // finished, and after the block's last item, whose copy must finish before the block exits.
+  __device__ __forceinline__ void release_stored_q(const Barriers<D, Keys>& bar) {
+    if (!kDeferQRelease || stored_q < 0) return;
+    if (threadIdx.x % 128 == 0) bulk_wait_read();  // (lane 0 of warp 0: it arrives after its wait)
+    if (lane == 0) mbar_arrive(bar.q.empty(stored_q));
+    stored_q = -1;
   }
 
   // The item's O to memory and its Q buffer handed back to the producer (after O, where O goes
   // through it).
   __device__ __forceinline__ void finish(const Out& out, const CUtensorMap* mo, const Barriers<D, Keys>& bar,
                                          uint32_t q, int b, int h, int m0, int seq,
-                                         const ak_cuda::RowState (&done)[2]) const {
+                                         const ak_cuda::RowState (&done)[2]) {
     if (kTmaStore && out.staged) {
-      store_staged(mo, q, b, h, m0, done);
-      if (lane == 0) mbar_arrive(bar.q.empty(round));
+      // Deferred, the next item starts while the copy reads O: it takes the other Q buffer.
+      const bool defer = kDeferQRelease && defer_q;
+      store_staged(mo, q, b, h, m0, done, !defer);
+      if (defer)
+        stored_q = round;
+      else if (lane == 0)
+        mbar_arrive(bar.q.empty(round));
     } else {
       if (lane == 0) mbar_arrive(bar.q.empty(round));
       store(out, b, h, m0, seq, done);
@@ -340,6 +363,7 @@ struct Consumer {
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
                                             const Out& out, const CUtensorMap* mo) {
     int slot = 0;
+    defer_q = true;
     for_each_item<Spread>(p, [&](int item, int item_round) {
       const Work<Spread, Keys> w(p, item);
       round = item_round;
@@ -354,6 +378,7 @@ struct Consumer {
       trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
+    release_stored_q(bar);
   }
 
   // run_items with the items chained (AK_ATTENTION_CHAIN): an item's last P V goes to the tensor
