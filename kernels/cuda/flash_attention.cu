@@ -58,7 +58,9 @@
 //            issued with the next item's first S and that softmax under it (at 512 keys an item
 //            is 4 key tiles, and each seam left a tile's S, softmax and P V unoverlapped)
 //   TMA_STORE wgmma only, 1 (the default): O leaves through the item's finished Q buffer and one
-//            TMA store per warpgroup instead of 16-64 four-byte stores per thread (0: those). On the
+//            TMA store per warpgroup instead of 16-64 four-byte stores per thread (0: those); with
+//            two Q buffers the copy reads while the next item runs, the buffer handed back after
+//            that item's first S (1-3% faster on the H100, docs/benchmarks.md 2026-12-07). On the
 //            H100 (bench/attention_timeline.sh, docs/benchmarks.md 2026-12-07) 7% faster at
 //            8 x 12 x 512 x 64, 3-6% causal and grouped-query, 10% at 1 x 32 x 2048 x 128 causal;
 //            with CHAIN it lost most of that at D = 64, so CHAIN stays 0
