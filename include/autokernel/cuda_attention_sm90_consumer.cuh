@@ -205,7 +205,7 @@ struct Consumer {
   // Branch-free wgmma paths keep ptxas from serializing the asynchronous groups. In the SASS
   // (ptxas 13.0) the wait for P V sits above all but 0-12 of the softmax's exponentials, in every
   // kernel: waiting earlier is always correct, so nothing keeps it down. Held below them by a
-  // never-taken branch on the row sum, D = 64 ran 4-7% slower on the H100 at 512 keys (the
+  // never-taken branch on the row sum, D = 64 ran 3-7% slower on the H100 at 512 keys (the
   // ping-pong already puts the other warpgroup's products under this one's softmax;
   // docs/benchmarks.md, thirty-ninth session), and D = 128 ran out of registers (C7512).
   template <class ScoresDone>
