@@ -26,11 +26,8 @@ struct Consumer {
   uint32_t pa[Keys / 16][4];  // P of the tile in flight, as the register A operand
   float rescale[2];           // what O must be multiplied by before the next P V
   ak_cuda::RowState rows[2];
-  int round = 0;  // this block's item number (for trace alone)
-  // kDeferQRelease: whether finish may leave its store reading (run_items; the chained items'
-  // seams do not), and the round whose Q buffer that store still reads (-1: none).
-  bool defer_q = false;
-  int stored_q = -1;
+  int round = 0;      // this block's item number (for trace alone)
+  int stored_q = -1;  // kDeferQRelease: the round whose Q buffer a store still reads (-1: none)
 
   // Masks (with Mask: keys past the sequence and, causal, past each row's diagonal), folds the
   // tile into the row states and leaves exp2(scale_log2 s - shift) in s; the
@@ -340,13 +337,14 @@ struct Consumer {
   }
 
   // The item's O to memory and its Q buffer handed back to the producer (after O, where O goes
-  // through it).
+  // through it). `defer_release` (run_items; the chained seams do not): with kDeferQRelease the
+  // next item starts while the copy reads O, in the other Q buffer, and release_stored_q hands
+  // this one back.
   __device__ __forceinline__ void finish(const Out& out, const CUtensorMap* mo, const Barriers<D, Keys>& bar,
                                          uint32_t q, int b, int h, int m0, int seq,
-                                         const ak_cuda::RowState (&done)[2]) {
+                                         const ak_cuda::RowState (&done)[2], bool defer_release) {
     if (kTmaStore && out.staged) {
-      // Deferred, the next item starts while the copy reads O: it takes the other Q buffer.
-      const bool defer = kDeferQRelease && defer_q;
+      const bool defer = kDeferQRelease && defer_release;
       store_staged(mo, q, b, h, m0, done, !defer);
       if (defer)
         stored_q = round;
@@ -363,7 +361,6 @@ struct Consumer {
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
                                             const Out& out, const CUtensorMap* mo) {
     int slot = 0;
-    defer_q = true;
     for_each_item<Spread>(p, [&](int item, int item_round) {
       const Work<Spread, Keys> w(p, item);
       round = item_round;
@@ -374,7 +371,7 @@ struct Consumer {
       first_tile(s, smem, bar, p, it);
       steps(s, smem, bar, p, it);
       last_tile(smem, bar, it, true);
-      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
+      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows, true);
       trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
@@ -412,7 +409,7 @@ struct Consumer {
       item = item_of_round<Spread>(p, grid, block, round + 1);
       if (item < 0 || it.active < it.n_tiles) {
         last_tile(smem, bar, it, item < 0);
-        finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows);
+        finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows, false);
         trace(c + 1, round, kStored);
         if (item < 0) return;
         ++round;
@@ -435,7 +432,7 @@ struct Consumer {
         first_softmax(s, p, in);
       });
       trace(c + 1, round, kLastPvDone);
-      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, done);
+      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, done, false);
       trace(c + 1, round, kStored);
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;

@@ -55,10 +55,12 @@ inline void remove_dead_processes_scratch(const std::filesystem::path& temp) {
   }
 }
 
-// A fresh directory per test process and name: ctest runs tests in parallel processes.
+// A fresh directory per test process and name: ctest runs tests in parallel processes. The
+// directories of dead processes are removed once per process, at its first.
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const auto temp = std::filesystem::temp_directory_path();
-  remove_dead_processes_scratch(temp);
+  static const bool swept = (remove_dead_processes_scratch(temp), true);
+  (void)swept;
   auto dir = temp / ("autokernel-test-" + name + "-pid" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -18,7 +18,6 @@ import time
 
 import torch
 
-
 from . import buffers, checks, problems
 from .channel import SolverProcess
 from .isolation import make_undumpable, sole_gpu
