@@ -30,9 +30,10 @@
 //            (SBO) 1024 bytes; the k16 step s starts 32 s bytes further in (inside the swizzle
 //            row, as the canonical K-major layout allows).
 //   B, NK    K-major as A: BN rows of 64 k.
-//   B, KN    MN-major: BN / 64 slabs of 64 k-rows x 64 n (128 bytes), one TMA box each;
-//            descriptor LBO = 8192 bytes (next 64 columns of n), SBO = 1024 bytes (next 8
-//            k-rows), the k16 step s starts 2048 s bytes in; wgmma transposes B (imm-trans-b 1).
+//   B, KN    MN-major: BN / 64 slabs (rounded up: 224 brings in 256 columns) of 64 k-rows x 64
+//            n (128 bytes), one TMA box each; descriptor LBO = 8192 bytes (next 64 columns of
+//            n), SBO = 1024 bytes (next 8 k-rows), the k16 step s starts 2048 s bytes in; wgmma
+//            transposes B (imm-trans-b 1).
 // Out-of-range rows and columns of a box read as zeros (TMA fills them), so any M, N, K work
 // as long as the row strides are multiples of 16 bytes and the bases 16-byte aligned
 // (wgmma_eligible()).
@@ -66,13 +67,18 @@ bool wgmma_eligible(const GemmProblem<T, NB>& p) {
 
 // Staged = true reserves, per consumer warpgroup, a 64 x BN staging tile for the epilogue
 // (BN / 64 slabs of 64 rows x 128 bytes in the 128-byte swizzle) when it fits beside the stages;
-// W::kStaged says whether it did.
+// W::kStaged says whether it did. A width that is not a multiple of 64 (224) ends in a narrower
+// slab: B[K, N] still brings in 64 columns for it (those past the tile read and not used), and
+// the staging tile keeps its kTailCols columns unswizzled, 64 rows of kTailCols elements.
 template <BLayout L, int NB, int BN, int Stages, bool Staged = false>
 struct WgmmaTile {
-  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma n of 64, 128, 192 or 256");
-  static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2;
+  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 224 || BN == 256,
+                "wgmma n of 64, 128, 192, 224 or 256");
+  static constexpr int kSlabs = (BN + 63) / 64, kTailCols = BN % 64;
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = L == BLayout::NK ? BN * kBK * 2 : kSlabs * 64 * 128;
   static constexpr int kStageBytes = kABytes + NB * kBBytes;
-  static constexpr int kSlabBytes = 64 * 128, kStagingBytes = 2 * (BN / 64) * kSlabBytes;
+  static constexpr int kSlabBytes = 64 * 128, kTailBytes = 64 * kTailCols * 2;
+  static constexpr int kStagingBytes = 2 * ((BN / 64) * kSlabBytes + kTailBytes);
   // Stages, the staging tiles, then a full and an empty barrier per stage, plus slack to align
   // the stages to the 1024 bytes of a swizzle pattern.
   static constexpr int kMaxSmem = 227 * 1024;
@@ -165,7 +171,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
                           tma_load(b, map_b, kt * kBK, tile.n * BN, full);
                         } else {
 #pragma unroll
-                          for (int s = 0; s < BN / 64; ++s)
+                          for (int s = 0; s < W::kSlabs; ++s)
                             tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
                         }
                       }
@@ -206,10 +212,14 @@ __device__ __forceinline__ void store_direct(const float (&acc)[NB][BN / 2], Til
 // consumer's staging tile, then sent to C by TMA from one thread. The consumer goes on to its
 // next tile while the copy drains; the next epilogue first waits until the copy has read the
 // staging tile. Rows r of a slab hold chunk c at c ^ (r % 8) (the map's 128-byte swizzle): for
-// one store instruction the 32 lanes hit 32 different banks.
+// one store instruction the 32 lanes hit 32 different banks. A 224-wide tile's last 32 columns
+// go by map_c_tail from rows of 64 bytes (unswizzled: 4-way bank conflicts on an eighth of the
+// stores).
 template <typename T, int NB, int BN, class Epi>
 __device__ __forceinline__ void store_staged(const float (&acc)[NB][BN / 2], TileCoord tile, int consumer,
-                                             uint32_t staging, const CUtensorMap* map_c) {
+                                             uint32_t staging, const CUtensorMap* map_c,
+                                             const CUtensorMap* map_c_tail) {
+  constexpr int kWholeSlabs = BN / 64, kTailCols = BN % 64;
   const int warp = static_cast<int>(threadIdx.x / 32) % 4, lane = static_cast<int>(threadIdx.x % 32);
   const bool issuer = threadIdx.x % 128 == 0;
   if (issuer) bulk_wait_read();
@@ -218,22 +228,28 @@ __device__ __forceinline__ void store_staged(const float (&acc)[NB][BN / 2], Til
     const T two[2] = {from_float<T>(Epi::combine(v0)), from_float<T>(Epi::combine(v1))};
     const int r = warp * 16 + lane / 4 + 8 * half;  // r % 8 == lane / 4
     const uint32_t addr =
-        staging + (j / 8) * (64 * 128) + r * 128 + (((j % 8) ^ (lane / 4)) * 16) + 4 * (lane % 4);
+        j / 8 < kWholeSlabs
+            ? staging + (j / 8) * (64 * 128) + r * 128 + (((j % 8) ^ (lane / 4)) * 16) + 4 * (lane % 4)
+            : staging + kWholeSlabs * (64 * 128) + r * (kTailCols * 2) + (j % 8) * 16 + 4 * (lane % 4);
     st_shared_u32(addr, *reinterpret_cast<const uint32_t*>(two));
   });
   fence_async_shared();
   warpgroup_sync(consumer);
   if (issuer) {
+    const int row = tile.m * kBM + consumer * 64;
 #pragma unroll
-    for (int s = 0; s < BN / 64; ++s)
-      tma_store(map_c, staging + s * (64 * 128), tile.n * BN + 64 * s, tile.m * kBM + consumer * 64);
+    for (int s = 0; s < kWholeSlabs; ++s)
+      tma_store(map_c, staging + s * (64 * 128), tile.n * BN + 64 * s, row);
+    if constexpr (kTailCols > 0)
+      tma_store(map_c_tail, staging + kWholeSlabs * (64 * 128), tile.n * BN + 64 * kWholeSlabs, row);
     bulk_commit();
   }
 }
 
 template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class Epi>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid g, const Epi& epi,
-                                        const CUtensorMap* map_c, int consumer) {
+                                        const CUtensorMap* map_c, const CUtensorMap* map_c_tail,
+                                        int consumer) {
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t staging = smem + Stages * W::kStageBytes + consumer * (W::kStagingBytes / 2);
@@ -290,7 +306,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
     }
     if constexpr (W::kStaged) {
       if (g.staged) {
-        store_staged<T, NB, BN, Epi>(acc, tile, consumer, staging, map_c);
+        store_staged<T, NB, BN, Epi>(acc, tile, consumer, staging, map_c, map_c_tail);
         continue;
       }
     }
@@ -305,7 +321,7 @@ template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class 
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b0,
                       const __grid_constant__ CUtensorMap map_b1, const __grid_constant__ CUtensorMap map_c,
-                      const WgmmaGrid g, const Epi epi) {
+                      const __grid_constant__ CUtensorMap map_c_tail, const WgmmaGrid g, const Epi epi) {
 #if AK_SM90_CODE
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   extern __shared__ unsigned char smem_raw[];
@@ -318,9 +334,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         prefetch_tensormap(&map_b0);
         if constexpr (NB > 1) prefetch_tensormap(&map_b1);
         if (g.staged) prefetch_tensormap(&map_c);
+        if (g.staged && W::kTailCols > 0) prefetch_tensormap(&map_c_tail);
       },
       [&] { produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g); },
-      [&](int consumer) { consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, consumer); });
+      [&](int consumer) {
+        consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, &map_c_tail, consumer);
+      });
 #else
   __trap();
 #endif
@@ -364,7 +383,7 @@ int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream
 template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, class Epi>
 int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1) {
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
-  CUtensorMap maps[4];
+  CUtensorMap maps[5];  // A, the B matrices, C and C's last narrow slab (W::kTailCols)
   if (!make_tensor_map(&maps[0], p.a, p.m, p.k, p.lda, kBM)) return AK_ERR_UNSUPPORTED;
   for (int nb = 0; nb < NB; ++nb) {
     const bool made = L == BLayout::NK ? make_tensor_map(&maps[1 + nb], p.b[nb], p.n, p.k, p.ldb, BN)
@@ -372,12 +391,13 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     if (!made) return AK_ERR_UNSUPPORTED;
   }
   if (NB == 1) maps[2] = maps[1];
-  maps[3] = maps[0];
+  maps[3] = maps[4] = maps[0];
   int staged = 0;
   if constexpr (W::kStaged) {
     const auto& c = epi.target();
     staged = ak_cuda::is_aligned16(c.c) && c.ldc % 8 == 0 && c.ldc >= c.n &&
-             make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64);
+             make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64) &&
+             (W::kTailCols == 0 || make_tensor_map(&maps[4], c.c, c.m, c.n, c.ldc, 64, W::kTailCols));
   }
   WgmmaGrid g{
       {(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, staged, nullptr, 0, 0, p.m, p.n};
@@ -388,7 +408,8 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   const auto run = [&](const WgmmaGrid& grid) {
     const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
-    kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], grid, epi);
+    kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], maps[4], grid,
+                                                        epi);
     return ak_cuda::check_launch();
   };
   if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
@@ -396,13 +417,16 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   return run(g);
 }
 
-// 64, 192 or 256: the width whose 128-row tiles, rounded up to whole waves of one tile per SM,
-// cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each A tile over
-// more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304, and 256 for
-// 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth session).
-// Where that width's tiles would leave more than half the SMs idle and 64-wide tiles still make
-// one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64 9.7 (cuBLAS
-// 9.1; same session).
+// 64, 192, 224 or 256. Of 192 and 256, the width whose 128-row tiles, rounded up to whole waves of
+// one tile per SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each
+// A tile over more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304,
+// and 256 for 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth
+// session). 224 where, with each tile costing its width plus 26 columns (the 3% above as a fixed
+// cost per tile), it saves another 3%: N = 896 in one wave of four tile columns instead of 256's
+// four with the last half empty (at M = 4096, 17.6 us against cuBLAS's 14.7, 2026-12-07). Where
+// the width's tiles would leave more than half the SMs idle and 64-wide tiles still make one
+// wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64 9.7 (cuBLAS 9.1;
+// sixth session).
 inline int auto_tile_width(int m, int n) {
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const auto tiles = [&](int width) {
@@ -411,18 +435,23 @@ inline int auto_tile_width(int m, int n) {
   const auto cost = [&](int width, double per_column) {
     return static_cast<double>((tiles(width) + sms - 1) / sms) * width * per_column;
   };
-  const int width = cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+  const auto tile_cost = [&](int width) {
+    return static_cast<double>((tiles(width) + sms - 1) / sms) * (width + 26);
+  };
+  int width = cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
+  if (tile_cost(224) < 0.97 * tile_cost(width)) width = 224;
   return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
 }
 
-// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4 or 256 with 3, each with
-// room for the TMA store's staging tiles beside its stages; split_k as launch_wgmma_gemm's.
+// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4, 224 or 256 with 3, each
+// with room for the TMA store's staging tiles beside its stages; split_k as launch_wgmma_gemm's.
 template <typename T, BLayout L, bool Staged, class Epi>
 int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
                                  int split_k = 1) {
   switch (auto_tile_width(p.m, p.n)) {
     case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged>(p, epi, stream, split_k);
     case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream, split_k);
+    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged>(p, epi, stream, split_k);
     default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream, split_k);
   }
 }

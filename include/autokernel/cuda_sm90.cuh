@@ -40,10 +40,6 @@
   AK_WGMMA_REGS_64                                                                                    \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, " \
   "%83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define AK_WGMMA_REGS_128                                                                                \
-  AK_WGMMA_REGS_96                                                                                       \
-  ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
-  "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
 #define AK_WGMMA_OUTS_16(d)                                                                       \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
@@ -78,12 +74,22 @@
       "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),     \
       "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),     \
       "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-#define AK_WGMMA_OUTS_128(d)                                                                            \
+// m64n224 (the matmul's 224-wide tiles: N = 896 in four of them) extends the 96-register list,
+// m64n256 the 112-register one.
+#define AK_WGMMA_REGS_112 \
+  AK_WGMMA_REGS_96        \
+  ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+#define AK_WGMMA_REGS_128 \
+  AK_WGMMA_REGS_112       \
+  ", %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define AK_WGMMA_OUTS_112(d)                                                                            \
   AK_WGMMA_OUTS_96(d), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),  \
       "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), \
-      "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), \
-      "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), \
-      "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+#define AK_WGMMA_OUTS_128(d)                                                                                \
+  AK_WGMMA_OUTS_112(d), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), \
+      "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]),     \
+      "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 namespace ak_gemm {
 namespace sm90 {
@@ -107,21 +113,28 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // A rows x cols row-major matrix (row stride ld elements) read in boxes of box_rows x 128
-// bytes (64 16-bit or 32 fp32 columns), stored in shared memory with the 128-byte swizzle.
+// bytes (64 16-bit or 32 fp32 columns), stored in shared memory with the 128-byte swizzle; or,
+// with box_cols > 0, in boxes of box_rows x box_cols elements packed row after row, unswizzled
+// (box_cols * sizeof(T) a multiple of 16).
 template <typename T>
-bool make_tensor_map(CUtensorMap* map, const T* base, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+bool make_tensor_map(CUtensorMap* map, const T* base, int64_t rows, int64_t cols, int64_t ld, int box_rows,
+                     int box_cols = 0) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * sizeof(T)};
-  const cuuint32_t box[2] = {128 / sizeof(T), static_cast<cuuint32_t>(box_rows)};  // one swizzle row
+  const bool swizzled = box_cols == 0;
+  const cuuint32_t box[2] = {
+      swizzled ? 128 / static_cast<cuuint32_t>(sizeof(T)) : static_cast<cuuint32_t>(box_cols),
+      static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUtensorMapDataType type = std::is_same_v<T, float>    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                                : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   return encode(map, type, 2, const_cast<T*>(base), dims, strides, box, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+                CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzled ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 // ---- device: barriers, copies, wgmma ---------------------------------------------------------
@@ -308,8 +321,9 @@ __device__ __forceinline__ void fence_register(float& v) {
 template <typename T, int N, bool TransB>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b) {
   constexpr bool kHalf = std::is_same_v<T, __half>;
-  static_assert(N == 32 || N == 64 || N == 96 || N == 112 || N == 128 || N == 176 || N == 192 || N == 256,
-                "wgmma tiles of 32, 64, 96, 112, 128, 176, 192 or 256 columns");
+  static_assert(
+      N == 32 || N == 64 || N == 96 || N == 112 || N == 128 || N == 176 || N == 192 || N == 224 || N == 256,
+      "wgmma tiles of 32, 64, 96, 112, 128, 176, 192, 224 or 256 columns");
   if constexpr (N == 32) AK_WGMMA_16BIT(32, 16, 16, 17, 18);
   if constexpr (N == 64) AK_WGMMA_16BIT(64, 32, 32, 33, 34);
   if constexpr (N == 96) AK_WGMMA_16BIT(96, 48, 48, 49, 50);
@@ -317,6 +331,7 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b)
   if constexpr (N == 128) AK_WGMMA_16BIT(128, 64, 64, 65, 66);
   if constexpr (N == 176) AK_WGMMA_16BIT(176, 88, 88, 89, 90);
   if constexpr (N == 192) AK_WGMMA_16BIT(192, 96, 96, 97, 98);
+  if constexpr (N == 224) AK_WGMMA_16BIT(224, 112, 112, 113, 114);
   if constexpr (N == 256) AK_WGMMA_16BIT(256, 128, 128, 129, 130);
 }
 #undef AK_WGMMA_16BIT

@@ -66,14 +66,16 @@
 // all but SPLIT_K and TF32X3, fp16/bf16 ignore TF32X3):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
-//                     needs fewer tile columns over whole waves, or 64 wide with 5 where those
+//                     needs fewer tile columns over whole waves, 224 with 3 where that saves a
+//                     wave or a tile's empty half (N = 896), or 64 wide with 5 where those
 //                     would idle more than half the SMs (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
-//                     (64, 128, 192 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel fixes
-//                     its own); 192 makes N = 768 a single wave of 128 x 192 tiles at M = 4096
+//                     (64, 128, 192, 224 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel
+//                     fixes its own); 192 makes N = 768 a single wave of 128 x 192 tiles at M =
+//                     4096, 224 N = 896
 //   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
 //                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
 //                     registers
@@ -157,7 +159,7 @@
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
-// @tune BLOCK_N: 0, 64, 128, 192, 256
+// @tune BLOCK_N: 0, 64, 128, 192, 224, 256
 // @tune BLOCK_K: 32, 64
 // @tune WARPS_M: 1, 2, 4
 // @tune WARPS_N: 1, 2, 4
@@ -166,14 +168,14 @@
 // @tune TMA_STORE: 0, 1
 // @tune SPLIT_K: 0, 1, 2, 4
 // @tune SKINNY: 0, 1, 32, 64, 128
-// @require BLOCK_M % (WARPS_M * 16) == 0 && BLOCK_N % (WARPS_N * 16) == 0
+// @require BLOCK_M % (WARPS_M * 16) == 0 && (BLOCK_N % (WARPS_N * 16) == 0 || WGMMA == 1)
 // @require WARPS_M * WARPS_N >= 4
 // @require BLOCK_M / WARPS_M <= 64 && BLOCK_N / WARPS_N <= 64
 // @require WARPS_M * WARPS_N * ((BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) / 32 + 72) <= 2048
 // @require (BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) <= 4096
 // @require STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
 // @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_K == 64 && STAGES >= 3)
-// @require BLOCK_N != 192 || WGMMA == 1
+// @require (BLOCK_N != 192 && BLOCK_N != 224) || WGMMA == 1
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
