@@ -421,25 +421,22 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
 // one tile per SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each
 // A tile over more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304,
 // and 256 for 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth
-// session). 224 where, with each tile costing its width plus 26 columns (the 3% above as a fixed
-// cost per tile), it saves another 3%: N = 896 in one wave of four tile columns instead of 256's
-// four with the last half empty (at M = 4096, 17.6 us against cuBLAS's 14.7, 2026-12-07). Where
-// the width's tiles would leave more than half the SMs idle and 64-wide tiles still make one
-// wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64 9.7 (cuBLAS 9.1;
-// sixth session).
+// session). 224 where its tiles take more than one wave and, each tile costing its width plus 26
+// columns (the 3% above as a fixed cost per tile), it saves another 3%: at 4096 x 2560 x 4096
+// three waves of 224 took 126.1 us against 256's 137.9 (cuBLAS 118.0). In one wave it did not
+// pay: N = 896 at M = 4096 in four exact columns of 224 instead of four of 256, the last half
+// empty, read 17.1 against 17.4 us at K = 896 and 56.4 against 55.4 at K = 4864 (H100, fortieth
+// session). Where the width's tiles would leave more than half the SMs idle and 64-wide tiles
+// still make one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64
+// 9.7 (cuBLAS 9.1; sixth session).
 inline int auto_tile_width(int m, int n) {
   const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const auto tiles = [&](int width) {
     return static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
   };
-  const auto cost = [&](int width, double per_column) {
-    return static_cast<double>((tiles(width) + sms - 1) / sms) * width * per_column;
-  };
-  const auto tile_cost = [&](int width) {
-    return static_cast<double>((tiles(width) + sms - 1) / sms) * (width + 26);
-  };
-  int width = cost(192, 1.0) < cost(256, 0.97) ? 192 : 256;
-  if (tile_cost(224) < 0.97 * tile_cost(width)) width = 224;
+  const auto waves = [&](int width) { return static_cast<double>((tiles(width) + sms - 1) / sms); };
+  int width = waves(192) * 192 < waves(256) * 256 * 0.97 ? 192 : 256;
+  if (waves(224) > 1 && waves(224) * (224 + 26) < 0.97 * waves(width) * (width + 26)) width = 224;
   return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
 }
 

@@ -74,7 +74,7 @@
       "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),     \
       "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),     \
       "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-// m64n224 (the matmul's 224-wide tiles: N = 896 in four of them) extends the 96-register list,
+// m64n224 (the matmul's 224-wide tiles) extends the 96-register list,
 // m64n256 the 112-register one.
 #define AK_WGMMA_REGS_112 \
   AK_WGMMA_REGS_96        \

@@ -66,16 +66,17 @@
 // all but SPLIT_K and TF32X3, fp16/bf16 ignore TF32X3):
 //   BLOCK_M, BLOCK_N  output tile of a block. BLOCK_N = 0 (wgmma only): picked per call, 192
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
-//                     needs fewer tile columns over whole waves, 224 with 3 where that saves a
-//                     wave or a tile's empty half (N = 896), or 64 wide with 5 where those
-//                     would idle more than half the SMs (sm90::auto_tile_width)
+//                     needs fewer tile columns over whole waves, 224 with 3 where its tiles
+//                     take more than one wave and save 3% (4096 x 2560: 8% faster than 256),
+//                     or 64 wide with 5 where those would idle more than half the SMs
+//                     (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
 //                     (64, 128, 192, 224 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel
 //                     fixes its own); 192 makes N = 768 a single wave of 128 x 192 tiles at M =
-//                     4096, 224 N = 896
+//                     4096
 //   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
 //                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
 //                     registers
