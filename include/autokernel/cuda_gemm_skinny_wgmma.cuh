@@ -31,7 +31,7 @@
 #include <type_traits>
 
 #include "autokernel/cuda_gemm.cuh"
-#include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_sm90_launch.cuh"
 #include "autokernel/cuda_gemm_stream_k.cuh"
 #include "autokernel/cuda_sm90.cuh"
 #include "autokernel/skinny_plan.h"

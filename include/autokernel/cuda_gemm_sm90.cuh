@@ -20,9 +20,10 @@
 //            next tile at once; the next epilogue first waits until those stores have read the
 //            staging tile. TMA clips the edges, so any M and N work.
 //
-// Split-K (one B matrix, launch_wgmma_gemm's split_k): the grid's items are then (tile, run of
-// k-tiles) pairs, and each item's accumulators go from registers to its split's slice of a float
-// workspace, which sum_splits (cuda_gemm_splits.cuh) adds in split order and rounds into C.
+// Split-K (one B matrix, launch_wgmma_gemm's split_k in cuda_gemm_sm90_launch.cuh): the grid's
+// items are then (tile, run of k-tiles) pairs, and each item's accumulators go from registers to
+// its split's slice of a float workspace, which sum_splits (cuda_gemm_splits.cuh) adds in split
+// order and rounds into C.
 //
 // Shared-memory layouts, all in the 128-byte swizzle that TMA writes (16-byte chunk c of row r
 // of each 1024-byte group of 8 rows stored at chunk c ^ (r % 8)):
@@ -46,7 +47,6 @@
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
-#include "autokernel/cuda_gemm_splits.cuh"
 #include "autokernel/cuda_sm90.cuh"
 
 namespace ak_gemm {
@@ -141,41 +141,69 @@ __device__ __forceinline__ void fill_ring_over(Walk&& walk, uint32_t smem, uint3
   });
 }
 
-// fill_ring_over the block's items of a persistent grid (blockIdx.x, then every gridDim.x-th);
-// tx_bytes 0: the copies fill whole stages.
-template <int Stages, class Load>
+// visit(item) for each item of a persistent grid the block takes, in order: blockIdx.x, then
+// every gridDim.x-th. In clusters of Cluster blocks along N the cluster takes the items (cluster
+// index, then every cluster count-th) of a plan whose tile columns are groups of Cluster
+// neighbouring columns, and rank r of the cluster the group's column r.
+template <int Cluster, class Visit>
+__device__ __forceinline__ void for_each_block_item(const WorkPlan& plan, Visit&& visit) {
+  const int rank = Cluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const int first = static_cast<int>(blockIdx.x) / Cluster, step = static_cast<int>(gridDim.x) / Cluster;
+  for (int item = first; item < plan.items(); item += step) {
+    WorkItem w = work_item(plan, item);
+    w.tile.n = w.tile.n * Cluster + rank;
+    visit(w);
+  }
+}
+
+// fill_ring_over the block's items of a persistent grid (for_each_block_item); tx_bytes 0: the
+// copies fill whole stages.
+template <int Stages, int Cluster = 1, class Load>
 __device__ __forceinline__ void fill_ring(const WorkPlan& plan, uint32_t smem, uint32_t bars,
                                           uint32_t stage_bytes, Load&& load, uint32_t tx_bytes = 0) {
   const auto items = [&](auto&& piece) {
-    for (int item = static_cast<int>(blockIdx.x); item < plan.items(); item += static_cast<int>(gridDim.x)) {
-      const WorkItem w = work_item(plan, item);
-      piece(w.tile, w.kt_begin, w.kt_end);
-    }
+    for_each_block_item<Cluster>(plan, [&](const WorkItem& w) { piece(w.tile, w.kt_begin, w.kt_end); });
   };
   fill_ring_over<Stages>(items, smem, bars, stage_bytes, tx_bytes == 0 ? stage_bytes : tx_bytes, load);
 }
 
-template <BLayout L, int NB, int BN, int Stages>
+// A consumer warp's release of a stage: on its own block's empty barrier and, in a cluster of two,
+// on the peer's, whose producer multicasts into this block's stage too.
+template <int Cluster>
+__device__ __forceinline__ void release_stage(uint32_t empty) {
+  mbar_arrive(empty);
+  if constexpr (Cluster > 1) mbar_arrive_remote(empty, cluster_rank() ^ 1);
+}
+
+// Cluster = 2: each block brings in its half of the A tile (map_a's boxes are 64 rows) and TMA
+// multicasts it into both blocks' stage; each block's full barrier counts the whole stage.
+template <BLayout L, int NB, int BN, int Stages, int Cluster>
 __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensorMap* map_b0,
                                         const CUtensorMap* map_b1, uint32_t smem, uint32_t bars,
                                         WgmmaGrid g) {
   using W = WgmmaTile<L, NB, BN, Stages>;
-  fill_ring<Stages>(g.plan, smem, bars, W::kStageBytes,
-                    [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
-                      tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
+  fill_ring<Stages, Cluster>(
+      g.plan, smem, bars, W::kStageBytes, [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
+        if constexpr (Cluster > 1) {
+          const uint32_t rank = cluster_rank();
+          tma_load_multicast(dst + rank * (W::kABytes / 2), map_a, kt * kBK,
+                             tile.m * kBM + static_cast<int>(rank) * (kBM / 2), full, 0b11);
+        } else {
+          tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
+        }
 #pragma unroll
-                      for (int nb = 0; nb < NB; ++nb) {
-                        const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
-                        const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
-                        if constexpr (L == BLayout::NK) {
-                          tma_load(b, map_b, kt * kBK, tile.n * BN, full);
-                        } else {
+        for (int nb = 0; nb < NB; ++nb) {
+          const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
+          const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
+          if constexpr (L == BLayout::NK) {
+            tma_load(b, map_b, kt * kBK, tile.n * BN, full);
+          } else {
 #pragma unroll
-                          for (int s = 0; s < W::kSlabs; ++s)
-                            tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
-                        }
-                      }
-                    });
+            for (int s = 0; s < W::kSlabs; ++s)
+              tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
+          }
+        }
+      });
 }
 
 // Calls visit(j, half, v0, v1) for each pair of adjacent outputs this thread holds: columns
@@ -246,7 +274,7 @@ __device__ __forceinline__ void store_staged(const float (&acc)[NB][BN / 2], Til
   }
 }
 
-template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class Epi>
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, int Cluster, class Epi>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid g, const Epi& epi,
                                         const CUtensorMap* map_c, const CUtensorMap* map_c_tail,
                                         int consumer) {
@@ -255,8 +283,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
   const uint32_t staging = smem + Stages * W::kStageBytes + consumer * (W::kStagingBytes / 2);
   int stage = 0;
   uint32_t phase = 0;
-  for (int item = static_cast<int>(blockIdx.x); item < g.plan.items(); item += static_cast<int>(gridDim.x)) {
-    const WorkItem w = work_item(g.plan, item);
+  for_each_block_item<Cluster>(g.plan, [&](const WorkItem& w) {
     const TileCoord tile = w.tile;
     float acc[NB][BN / 2];
 #pragma unroll
@@ -283,7 +310,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
-      if (held >= 0 && lane == 0) mbar_arrive(bars + (Stages + held) * 8);
+      if (held >= 0 && lane == 0) release_stage<Cluster>(bars + (Stages + held) * 8);
       held = stage;
       if (++stage == Stages) {
         stage = 0;
@@ -291,7 +318,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       }
     }
     wgmma_wait<0>();
-    if (held >= 0 && lane == 0) mbar_arrive(bars + (Stages + held) * 8);
+    if (held >= 0 && lane == 0) release_stage<Cluster>(bars + (Stages + held) * 8);
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
@@ -301,23 +328,26 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       if (g.plan.splits > 1) {
         const StoreC<float> part{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true};
         store_direct<NB, BN>(acc, tile, consumer, part);
-        continue;
+        return;
       }
     }
     if constexpr (W::kStaged) {
       if (g.staged) {
         store_staged<T, NB, BN, Epi>(acc, tile, consumer, staging, map_c, map_c_tail);
-        continue;
+        return;
       }
     }
     store_direct<NB, BN>(acc, tile, consumer, epi);
-  }
+  });
   if constexpr (W::kStaged) {
     if (g.staged && threadIdx.x % 128 == 0) bulk_wait_read();  // the block's memory outlives the reads
   }
 }
 
-template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, class Epi>
+// Cluster = 2 (launched in clusters of two along N): the blocks of a cluster share each A tile
+// (produce), both walk the same items, and the cluster synchronizes after the barriers are made
+// (the peer arrives on them and multicasts into this block) and before either block leaves.
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged, int Cluster, class Epi>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b0,
                       const __grid_constant__ CUtensorMap map_b1, const __grid_constant__ CUtensorMap map_c,
@@ -327,130 +357,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = smem + Stages * W::kStageBytes + (W::kStaged ? W::kStagingBytes : 0);
-  split_warpgroups(
-      [&] {
-        init_ring(bars, Stages, kConsumerWarps);
-        prefetch_tensormap(&map_a);
-        prefetch_tensormap(&map_b0);
-        if constexpr (NB > 1) prefetch_tensormap(&map_b1);
-        if (g.staged) prefetch_tensormap(&map_c);
-        if (g.staged && W::kTailCols > 0) prefetch_tensormap(&map_c_tail);
-      },
-      [&] { produce<L, NB, BN, Stages>(&map_a, &map_b0, &map_b1, smem, bars, g); },
-      [&](int consumer) {
-        consume<T, L, NB, BN, Stages, Staged>(smem, bars, g, epi, &map_c, &map_c_tail, consumer);
-      });
+  const auto init = [&] {
+    init_ring(bars, Stages, Cluster * kConsumerWarps);
+    prefetch_tensormap(&map_a);
+    prefetch_tensormap(&map_b0);
+    if constexpr (NB > 1) prefetch_tensormap(&map_b1);
+    if (g.staged) prefetch_tensormap(&map_c);
+    if (g.staged && W::kTailCols > 0) prefetch_tensormap(&map_c_tail);
+  };
+  const auto produce_tiles = [&] {
+    produce<L, NB, BN, Stages, Cluster>(&map_a, &map_b0, &map_b1, smem, bars, g);
+  };
+  const auto consume_tiles = [&](int consumer) {
+    consume<T, L, NB, BN, Stages, Staged, Cluster>(smem, bars, g, epi, &map_c, &map_c_tail, consumer);
+  };
+  if constexpr (Cluster > 1) {
+    if (threadIdx.x == 0) init();
+    cluster_sync();
+    split_warpgroups([] {}, produce_tiles, consume_tiles);
+    cluster_sync();
+  } else {
+    split_warpgroups(init, produce_tiles, consume_tiles);
+  }
 #else
   __trap();
 #endif
-}
-
-// The fewest k-tiles a split runs: its pipeline fills and drains once, and its partial sums
-// cross memory twice.
-constexpr int kMinSplitKTiles = 4;
-
-// run(g) with g's K cut as split_k says (1: never; 0: where the tiles leave more than half the
-// SMs idle, choose_splits; n > 1: n, fewer when K is short or the workspace would pass
-// kMaxWorkspaceBytes): each split's sums into a float workspace, which sum_splits then adds in
-// split order and rounds into C (c, ldc).
-template <typename T, class Run>
-int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream_t stream, Run&& run) {
-  if (split_k != 1) {
-    const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
-    const int64_t ldw = (static_cast<int64_t>(g.n) + 3) / 4 * 4, slice = ldw * g.m;
-    const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
-    if (s.count > 1 && tiles * s.count <= INT_MAX) {
-      g.plan.splits = s.count;
-      g.plan.k_chunk = s.chunk;
-      return with_split_workspace(s.count, slice, ldw, g.m, g.n, c, ldc, stream, [&](float* w) {
-        g.partials = w;
-        g.slice = slice;
-        g.ldw = ldw;
-        return run(g);
-      });
-    }
-  }
-  return run(g);
-}
-
-// AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
-// Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
-// value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
-// split_k (one B matrix storing through StoreC only; others take 1): 1 runs each tile's K in one
-// block; 0 cuts K into splits where the tiles leave more than half the SMs idle (choose_splits,
-// whole waves, at least kMinSplitKTiles each); n > 1 takes n, fewer when K is short or the
-// workspace would pass kMaxWorkspaceBytes.
-template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, class Epi>
-int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1) {
-  using W = WgmmaTile<L, NB, BN, Stages, Staged>;
-  CUtensorMap maps[5];  // A, the B matrices, C and C's last narrow slab (W::kTailCols)
-  if (!make_tensor_map(&maps[0], p.a, p.m, p.k, p.lda, kBM)) return AK_ERR_UNSUPPORTED;
-  for (int nb = 0; nb < NB; ++nb) {
-    const bool made = L == BLayout::NK ? make_tensor_map(&maps[1 + nb], p.b[nb], p.n, p.k, p.ldb, BN)
-                                       : make_tensor_map(&maps[1 + nb], p.b[nb], p.k, p.n, p.ldb, 64);
-    if (!made) return AK_ERR_UNSUPPORTED;
-  }
-  if (NB == 1) maps[2] = maps[1];
-  maps[3] = maps[4] = maps[0];
-  int staged = 0;
-  if constexpr (W::kStaged) {
-    const auto& c = epi.target();
-    staged = ak_cuda::is_aligned16(c.c) && c.ldc % 8 == 0 && c.ldc >= c.n &&
-             make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64) &&
-             (W::kTailCols == 0 || make_tensor_map(&maps[4], c.c, c.m, c.n, c.ldc, 64, W::kTailCols));
-  }
-  WgmmaGrid g{
-      {(p.m + kBM - 1) / kBM, (p.n + BN - 1) / BN, (p.k + kBK - 1) / kBK}, staged, nullptr, 0, 0, p.m, p.n};
-  const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
-  const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
-  if (tiles > INT_MAX || sms <= 0) return AK_ERR_UNSUPPORTED;
-  const auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Staged, Epi>;
-  if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  const auto run = [&](const WgmmaGrid& grid) {
-    const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
-    kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], maps[4], grid,
-                                                        epi);
-    return ak_cuda::check_launch();
-  };
-  if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
-    return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run);
-  return run(g);
-}
-
-// 64, 192, 224 or 256. Of 192 and 256, the width whose 128-row tiles, rounded up to whole waves of
-// one tile per SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each
-// A tile over more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304,
-// and 256 for 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth
-// session). 224 where its tiles take more than one wave and, each tile costing its width plus 26
-// columns (the 3% above as a fixed cost per tile), it saves another 3%: at 4096 x 2560 x 4096
-// three waves of 224 took 126.1 us against 256's 137.9 (cuBLAS 118.0). In one wave it did not
-// pay: N = 896 at M = 4096 in four exact columns of 224 instead of four of 256, the last half
-// empty, read 17.1 against 17.4 us at K = 896 and 56.4 against 55.4 at K = 4864 (H100, fortieth
-// session). Where the width's tiles would leave more than half the SMs idle and 64-wide tiles
-// still make one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64
-// 9.7 (cuBLAS 9.1; sixth session).
-inline int auto_tile_width(int m, int n) {
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  const auto tiles = [&](int width) {
-    return static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
-  };
-  const auto waves = [&](int width) { return static_cast<double>((tiles(width) + sms - 1) / sms); };
-  int width = waves(192) * 192 < waves(256) * 256 * 0.97 ? 192 : 256;
-  if (waves(224) > 1 && waves(224) * (224 + 26) < 0.97 * waves(width) * (width + 26)) width = 224;
-  return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
-}
-
-// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4, 224 or 256 with 3, each
-// with room for the TMA store's staging tiles beside its stages; split_k as launch_wgmma_gemm's.
-template <typename T, BLayout L, bool Staged, class Epi>
-int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
-                                 int split_k = 1) {
-  switch (auto_tile_width(p.m, p.n)) {
-    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged>(p, epi, stream, split_k);
-    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged>(p, epi, stream, split_k);
-    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged>(p, epi, stream, split_k);
-    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged>(p, epi, stream, split_k);
-  }
 }
 
 }  // namespace sm90

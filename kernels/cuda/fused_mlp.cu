@@ -77,7 +77,7 @@
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_skinny.cuh"
 #include "autokernel/cuda_gemm_skinny_wgmma_launch.cuh"
-#include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_sm90_launch.cuh"
 
 #ifndef BLOCK_M
 #define BLOCK_M 128

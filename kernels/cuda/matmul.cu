@@ -30,6 +30,10 @@
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
 //           base and row stride 16-byte aligned, else the stores go from registers).
+//   wgmma, clusters of two
+//           the same in clusters of two blocks along N (CLUSTER = 2): the pair's tiles share
+//           their A tile, each block bringing in 64 of its rows by TMA multicast into both;
+//           where no cluster of two fits, the mma variants.
 //   skinny  fp16/bf16 when SKINNY = 1 (the default) and M <= SKINNY_MAX_M (8 for B[K, N];
 //           decode), rows 16-byte aligned, K (and for B[K, N] N) a multiple of 8: memory-bound,
 //           B read once in 16-byte loads. B a Linear's [N, K]: on the tensor cores, up to 16 rows
@@ -80,6 +84,11 @@
 //   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
 //                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
 //                     registers
+//   CLUSTER           wgmma only, 2: blocks in clusters of two along N, each bringing in half
+//                     of the A tile both use, which TMA multicasts into both (L2 reads of A
+//                     halved, as cuBLAS's 1x2 clusters at 4096 x 768 x 768 and 4096 x 256 x 768,
+//                     docs/benchmarks.md, twenty-sixth session); no split-K. 1 (the default):
+//                     one block per tile
 //   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
@@ -167,6 +176,7 @@
 // @tune STAGES: 2, 3, 4, 5
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
+// @tune CLUSTER: 1, 2
 // @tune SPLIT_K: 0, 1, 2, 4
 // @tune SKINNY: 0, 1, 32, 64, 128
 // @require BLOCK_M % (WARPS_M * 16) == 0 && (BLOCK_N % (WARPS_N * 16) == 0 || WGMMA == 1)
@@ -181,6 +191,7 @@
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 // @require SPLIT_K == 0 || WGMMA == 1 || SKINNY != 0
+// @require CLUSTER == 1 || (WGMMA == 1 && SPLIT_K == 1)
 // @require SKINNY != 0 || M <= 64
 // @require SKINNY <= 1 || (b_nk == 1 && M > 16 && M <= 64)
 // @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
@@ -199,7 +210,7 @@
 #include "autokernel/cuda_gemm_simt.cuh"
 #include "autokernel/cuda_gemm_skinny.cuh"
 #include "autokernel/cuda_gemm_skinny_wgmma_launch.cuh"
-#include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_sm90_launch.cuh"
 #include "autokernel/cuda_gemm_tf32x3.cuh"
 
 #ifndef BLOCK_M
@@ -228,6 +239,9 @@
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 0
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
 #endif
 #ifndef TF32X3
 #define TF32X3 1
@@ -301,9 +315,9 @@ template <typename T, BLayout L>
 int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr bool kStaged = TMA_STORE != 0;
   if constexpr (BLOCK_N == 0) {
-    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged>(p, store, stream, SPLIT_K);
+    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged, CLUSTER>(p, store, stream, SPLIT_K);
   } else {
-    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged>(p, store, stream, SPLIT_K);
+    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged, CLUSTER>(p, store, stream, SPLIT_K);
   }
 }
 

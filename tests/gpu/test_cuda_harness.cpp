@@ -110,6 +110,19 @@ TEST_F(CudaHarness, MatmulDefaultsPassEveryStageAtEachWidthTheyPick) {
                              {"4096x2448x256", "fp16"}});
 }
 
+// The wgmma tiles in clusters of two along N sharing the A tile by TMA multicast (CLUSTER = 2):
+// every stage passes (the sweep's and edges' shapes among them) at the widths the defaults pick
+// (192 at 4096 x 768, 64 at 4096 x 256, 224 at 4096 x 2560), with B in both layouts and an odd
+// number of tile columns, the last pair's second tile wholly past N (1000 x 960 at a forced 192:
+// five columns), M and K off the tiles.
+TEST_F(CudaHarness, MatmulClustersOfTwoPassEveryStage) {
+  const std::string cluster = "#define CLUSTER 2\n#define SPLIT_K 1\n";
+  expect_matmul_variants_pass({{cluster, "4096x768x768:b_nk=1", "fp16"},
+                               {cluster, "4096x256x768:b_nk=1", "bf16"},
+                               {cluster, "4096x2560x256", "fp16"},
+                               {cluster + "#define BLOCK_N 192\n#define STAGES 4", "1000x960x200", "bf16"}});
+}
+
 // Decode shapes (M of 1 to 64 against a model's weights) on the wgmma tiles (SKINNY = 0; the
 // defaults take M <= 16 to the skinny variant): the output's tiles fill under half the
 // SMs, so the defaults cut K into splits (64 tiles of 64 columns, two splits each, on 132 SMs)

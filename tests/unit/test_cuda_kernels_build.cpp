@@ -92,7 +92,8 @@ TEST(CudaKernels, ComputeStartersBuildForAmpereAndRefuseSm90WithoutItsFeatures) 
 // query tile (or causal pair) instead of one per SM; its non-causal key tiles of 176 keys; matmul's skinny
 // path on the tensor cores in registers up to 64 rows of A (eight 8-column operands; the default
 // takes 17 rows and more through shared memory, SKINNY_STAGED); its split of K over a cluster's
-// blocks with 256-row tiles among the heights (SKINNY_CLUSTER).
+// blocks with 256-row tiles among the heights (SKINNY_CLUSTER); its wgmma tiles in clusters of two
+// sharing A (CLUSTER).
 TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
                                {{"LAZY_RESCALE", "1"}, {"PERSISTENT", "0"}});
@@ -110,6 +111,7 @@ TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
                                {{"SKINNY_MAX_M", "64"}, {"SKINNY_STAGED", "0"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
                                {{"SKINNY_CLUSTER", "1"}});
+  expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", {{"CLUSTER", "2"}});
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+// The host side of cuda_gemm_sm90.cuh's GEMM (kernels/cuda/matmul.cu, fused_mlp.cu and the
+// skinny wgmma form's split-K): the tensor maps and the persistent grid of one launch, split-K
+// over a float workspace, and the tile width the defaults pick per call. C++17, header-only.
+#pragma once
+
+#include <algorithm>
+#include <climits>
+
+#include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_sm90.cuh"
+#include "autokernel/cuda_gemm_splits.cuh"
+
+namespace ak_gemm {
+namespace sm90 {
+
+// The fewest k-tiles a split runs: its pipeline fills and drains once, and its partial sums
+// cross memory twice.
+constexpr int kMinSplitKTiles = 4;
+
+// run(g) with g's K cut as split_k says (1: never; 0: where the tiles leave more than half the
+// SMs idle, choose_splits; n > 1: n, fewer when K is short or the workspace would pass
+// kMaxWorkspaceBytes): each split's sums into a float workspace, which sum_splits then adds in
+// split order and rounds into C (c, ldc).
+template <typename T, class Run>
+int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream_t stream, Run&& run) {
+  if (split_k != 1) {
+    const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
+    const int64_t ldw = (static_cast<int64_t>(g.n) + 3) / 4 * 4, slice = ldw * g.m;
+    const Splits s = choose_splits(g.plan.k_tiles, tiles, sms, kMinSplitKTiles, INT_MAX, 1, slice, split_k);
+    if (s.count > 1 && tiles * s.count <= INT_MAX) {
+      g.plan.splits = s.count;
+      g.plan.k_chunk = s.chunk;
+      return with_split_workspace(s.count, slice, ldw, g.m, g.n, c, ldc, stream, [&](float* w) {
+        g.partials = w;
+        g.slice = slice;
+        g.ldw = ldw;
+        return run(g);
+      });
+    }
+  }
+  return run(g);
+}
+
+// AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
+// Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
+// value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
+// split_k (one B matrix storing through StoreC only; others take 1): 1 runs each tile's K in one
+// block; 0 cuts K into splits where the tiles leave more than half the SMs idle (choose_splits,
+// whole waves, at least kMinSplitKTiles each); n > 1 takes n, fewer when K is short or the
+// workspace would pass kMaxWorkspaceBytes.
+// Cluster = 2: clusters of two blocks along N sharing each A tile by TMA multicast, as many at
+// once as the device runs (AK_ERR_UNSUPPORTED where none fits); no split-K.
+template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, int Cluster = 1, class Epi>
+int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1) {
+  static_assert(Cluster == 1 || Cluster == 2, "clusters of one or two blocks");
+  using W = WgmmaTile<L, NB, BN, Stages, Staged>;
+  CUtensorMap maps[5];  // A, the B matrices, C and C's last narrow slab (W::kTailCols)
+  if (!make_tensor_map(&maps[0], p.a, p.m, p.k, p.lda, kBM / Cluster)) return AK_ERR_UNSUPPORTED;
+  for (int nb = 0; nb < NB; ++nb) {
+    const bool made = L == BLayout::NK ? make_tensor_map(&maps[1 + nb], p.b[nb], p.n, p.k, p.ldb, BN)
+                                       : make_tensor_map(&maps[1 + nb], p.b[nb], p.k, p.n, p.ldb, 64);
+    if (!made) return AK_ERR_UNSUPPORTED;
+  }
+  if (NB == 1) maps[2] = maps[1];
+  maps[3] = maps[4] = maps[0];
+  int staged = 0;
+  if constexpr (W::kStaged) {
+    const auto& c = epi.target();
+    staged = ak_cuda::is_aligned16(c.c) && c.ldc % 8 == 0 && c.ldc >= c.n &&
+             make_tensor_map(&maps[3], c.c, c.m, c.n, c.ldc, 64) &&
+             (W::kTailCols == 0 || make_tensor_map(&maps[4], c.c, c.m, c.n, c.ldc, 64, W::kTailCols));
+  }
+  // With clusters the plan's tile columns are groups of Cluster columns (the last may reach past N:
+  // TMA reads zeros there and stores nothing).
+  const int tile_columns = ((p.n + BN - 1) / BN + Cluster - 1) / Cluster;
+  WgmmaGrid g{{(p.m + kBM - 1) / kBM, tile_columns, (p.k + kBK - 1) / kBK}, staged, nullptr, 0, 0, p.m, p.n};
+  const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
+  const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
+  if (tiles > INT_MAX || sms <= 0) return AK_ERR_UNSUPPORTED;
+  constexpr auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Staged, Cluster, Epi>;
+  if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
+  if constexpr (Cluster > 1) {
+    const int fit = clusters_that_fit<kernel>(kThreads, W::kSmemBytes, dim3(Cluster));
+    if (fit <= 0) return AK_ERR_UNSUPPORTED;
+    cudaLaunchAttribute attribute[1];
+    const cudaLaunchConfig_t config =
+        cluster_launch(dim3(static_cast<unsigned>(Cluster * std::min(g.plan.items(), fit))), kThreads,
+                       W::kSmemBytes, dim3(Cluster), stream, attribute);
+    if (cudaLaunchKernelEx(&config, kernel, maps[0], maps[1], maps[2], maps[3], maps[4], g, epi) ==
+        cudaSuccess)
+      return AK_OK;
+    (void)cudaGetLastError();
+    return AK_ERR_LAUNCH;
+  } else {
+    const auto run = [&](const WgmmaGrid& grid) {
+      const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
+      kernel<<<blocks, kThreads, W::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], maps[4], grid,
+                                                          epi);
+      return ak_cuda::check_launch();
+    };
+    if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
+      return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run);
+    return run(g);
+  }
+}
+
+// 64, 192, 224 or 256. Of 192 and 256, the width whose 128-row tiles, rounded up to whole waves of
+// one tile per SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each
+// A tile over more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304,
+// and 256 for 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth
+// session). 224 where its tiles take more than one wave and, each tile costing its width plus 26
+// columns (the 3% above as a fixed cost per tile), it saves another 3%: at 4096 x 2560 x 4096
+// three waves of 224 took 126.1 us against 256's 137.9 (cuBLAS 118.0). In one wave it did not
+// pay: N = 896 at M = 4096 in four exact columns of 224 instead of four of 256, the last half
+// empty, read 17.1 against 17.4 us at K = 896 and 56.4 against 55.4 at K = 4864 (H100, fortieth
+// session). Where the width's tiles would leave more than half the SMs idle and 64-wide tiles
+// still make one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64
+// 9.7 (cuBLAS 9.1; sixth session).
+inline int auto_tile_width(int m, int n) {
+  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
+  const auto tiles = [&](int width) {
+    return static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
+  };
+  const auto waves = [&](int width) { return static_cast<double>((tiles(width) + sms - 1) / sms); };
+  int width = waves(192) * 192 < waves(256) * 256 * 0.97 ? 192 : 256;
+  if (waves(224) > 1 && waves(224) * (224 + 26) < 0.97 * waves(width) * (width + 26)) width = 224;
+  return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
+}
+
+// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4, 224 or 256 with 3, each
+// with room for the TMA store's staging tiles beside its stages; split_k and Cluster as
+// launch_wgmma_gemm's.
+template <typename T, BLayout L, bool Staged, int Cluster = 1, class Epi>
+int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
+                                 int split_k = 1) {
+  switch (auto_tile_width(p.m, p.n)) {
+    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k);
+    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k);
+    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k);
+    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k);
+  }
+}
+
+}  // namespace sm90
+}  // namespace ak_gemm
