@@ -151,6 +151,7 @@ done
 
 log summary
 python3 bench/bridge_table.py "$OUT" "${MODELS[@]}" | tee "$OUT/bridge-table.txt"
+clock_summary | tee -a "$OUT/bridge-table.txt"
 echo "$GPU_TESTS_RESULT" | tee -a "$OUT/bridge-table.txt"
 # The device tool brings back 8 files: the per-model folders and profiles travel as one archive.
 models=()

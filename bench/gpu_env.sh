@@ -22,6 +22,28 @@ if [[ -z ${AK_TREE_PRINTED:-} ]]; then
   export AK_TREE_PRINTED=1
 fi
 
+# The GPU's clocks, load, temperature, power and clock-event reasons every half second of the call
+# (one nvidia-smi, in the background, ended by a watcher when the script that sourced this ends),
+# into $OUT/gpu-clocks.csv; clock_summary prints what its busy samples say (bench/gpu_clocks.py),
+# so that a machine that slowed under load says so beside its figures.
+if [[ -z ${AK_CLOCK_LOG:-} ]] && command -v nvidia-smi >/dev/null 2>&1; then
+  export AK_CLOCK_LOG=$OUT/gpu-clocks.csv
+  clock_fields=timestamp,clocks.sm,clocks.mem,utilization.gpu,temperature.gpu,power.draw,clocks_event_reasons.active
+  nvidia-smi -i 0 --query-gpu=$clock_fields --format=csv,noheader >/dev/null 2>&1 ||
+    clock_fields=${clock_fields%,clocks_event_reasons.active}  # an older driver's name for them differs
+  echo "$clock_fields" >"$AK_CLOCK_LOG"
+  (
+    nvidia-smi -i 0 --query-gpu=$clock_fields --format=csv,noheader,nounits -lms 500 >>"$AK_CLOCK_LOG" 2>/dev/null &
+    logger=$!
+    while kill -0 $$ 2>/dev/null; do sleep 1; done
+    kill $logger 2>/dev/null
+  ) </dev/null >/dev/null 2>&1 &
+fi
+clock_summary() {
+  [[ -n ${AK_CLOCK_LOG:-} ]] && python3 bench/gpu_clocks.py "$AK_CLOCK_LOG"
+  return 0
+}
+
 # machine_summary: the date, the GPU (name, driver, clocks), nvcc's release and PyTorch's version,
 # for the head of a script's log. (No commit: the copy's .git lags the files sent, and printed
 # effb8ee for tree 428e21b on 2026-12-07; the tree above is what ran.)

@@ -55,4 +55,5 @@ for op in ${OPS:-matmul fused_mlp}; do
   grep "^\[build\]" "$OUT/$op-shapes.log"
 done
 for op in ${OPS:-matmul fused_mlp}; do cat "$OUT/$op-shapes.md"; done
+clock_summary
 echo "$GPU_TESTS_RESULT"
