@@ -88,7 +88,8 @@
 //                     of the A tile both use, which TMA multicasts into both (L2 reads of A
 //                     halved, as cuBLAS's 1x2 clusters at 4096 x 768 x 768 and 4096 x 256 x 768,
 //                     docs/benchmarks.md, twenty-sixth session); no split-K. 1 (the default):
-//                     one block per tile
+//                     one block per tile. Not a @tune until timed: with it the space's
+//                     product (414720) would pass the cap of kMaxTuneConfigs
 //   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
@@ -176,7 +177,6 @@
 // @tune STAGES: 2, 3, 4, 5
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
-// @tune CLUSTER: 1, 2
 // @tune SPLIT_K: 0, 1, 2, 4
 // @tune SKINNY: 0, 1, 32, 64, 128
 // @require BLOCK_M % (WARPS_M * 16) == 0 && (BLOCK_N % (WARPS_N * 16) == 0 || WGMMA == 1)
@@ -191,7 +191,6 @@
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)
 // @require SPLIT_K == 0 || WGMMA == 1 || SKINNY != 0
-// @require CLUSTER == 1 || (WGMMA == 1 && SPLIT_K == 1)
 // @require SKINNY != 0 || M <= 64
 // @require SKINNY <= 1 || (b_nk == 1 && M > 16 && M <= 64)
 // @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
