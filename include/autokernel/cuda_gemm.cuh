@@ -20,7 +20,9 @@
 //   tile_of            block index -> (tile_m, tile_n), grouped along M so that neighbouring
 //                      blocks share A and B tiles in L2
 //   device_attribute   cudaDeviceGetAttribute for the current device, cached per device
-//   cluster_launch, clusters_that_fit   launches in thread block clusters, and how many fit
+//   cluster_launch, clusters_that_fit, launch_cluster_grid
+//                                       launches in thread block clusters, how many fit, and a
+//                                       persistent grid of them
 // Deterministic: each output is one thread's fixed-order sum; no atomics, no split-K here.
 // Hopper (wgmma, TMA, mbarriers): cuda_gemm_sm90.cuh; fp32 FFMA tiles: cuda_gemm_simt.cuh;
 // matmul's fp32 (split-K, matrix-vector): cuda_gemm_fp32.cuh.
@@ -28,6 +30,7 @@
 
 #include <limits.h>
 
+#include <algorithm>
 #include <atomic>
 #include <type_traits>
 
@@ -228,6 +231,23 @@ int clusters_that_fit(int threads, int smem_bytes, dim3 cluster) {
     slot.store(count + 1);
   }
   return slot.load() - 1;
+}
+
+// kKernel(args...) on a persistent grid in clusters of `cluster` blocks along x: as many clusters
+// as the device runs at once, at most `items` (each cluster walks its share of them).
+// AK_ERR_UNSUPPORTED where no cluster fits, AK_ERR_LAUNCH where the launch fails.
+template <auto kKernel, class... Args>
+int launch_cluster_grid(int items, unsigned cluster, int threads, int smem_bytes, cudaStream_t stream,
+                        const Args&... args) {
+  const int fit = clusters_that_fit<kKernel>(threads, smem_bytes, dim3(cluster));
+  if (fit <= 0) return AK_ERR_UNSUPPORTED;
+  cudaLaunchAttribute attribute[1];
+  const cudaLaunchConfig_t config =
+      cluster_launch(dim3(cluster * static_cast<unsigned>(std::min(items, fit))), threads, smem_bytes,
+                     dim3(cluster), stream, attribute);
+  if (cudaLaunchKernelEx(&config, kKernel, args...) == cudaSuccess) return AK_OK;
+  (void)cudaGetLastError();
+  return AK_ERR_LAUNCH;
 }
 
 // ---- Tensor-core path (mma.sync, sm_80 and later) ----------------------------------------------

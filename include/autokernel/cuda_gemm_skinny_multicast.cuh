@@ -50,10 +50,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::prefetch_tensormap(&map_w);
   }
   sm90::cluster_sync();
-  const int cluster = static_cast<int>(blockIdx.x) / 2, clusters = static_cast<int>(gridDim.x) / 2;
+  const sm90::WorkPlan plan{1, g.pairs, g.k_tiles};  // rank r takes tile 2 pair + r
   const auto pairs = [&](auto&& piece) {
-    for (int pair = cluster; pair < g.pairs; pair += clusters)
-      piece(TileCoord{0, 2 * pair + rank}, 0, g.k_tiles);
+    sm90::for_each_block_item<2>(plan, [&](const sm90::WorkItem& w) { piece(w.tile, w.kt_begin, w.kt_end); });
   };
   if (threadIdx.x == 0) {
     const uint32_t half_bytes = static_cast<uint32_t>(g.half_rows) * kBK * 2;
@@ -88,16 +87,10 @@ int launch_multicast(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStr
   if (p.m <= 16) return AK_ERR_UNSUPPORTED;
   const int half_rows = (p.m + 15) / 16 * 8;  // ceil(M / 2), rounded up to whole swizzle atoms
   return with_maps<T, BN>(p, half_rows, [&](const CUtensorMap& map_a_half, const CUtensorMap& map_w) {
-    const int fit = clusters_that_fit<kernel>(kThreads, kSmemBytes, dim3(2));
-    if (fit <= 0 || !allow_shared_memory(kernel, kSmemBytes)) return AK_ERR_UNSUPPORTED;
+    if (!allow_shared_memory(kernel, kSmemBytes)) return AK_ERR_UNSUPPORTED;
     const int tiles = (p.n + BN - 1) / BN;
     const PairGrid g{(tiles + 1) / 2, (p.k + kBK - 1) / kBK, half_rows};
-    cudaLaunchAttribute attribute[1];
-    const cudaLaunchConfig_t config = cluster_launch(dim3(static_cast<unsigned>(2 * std::min(g.pairs, fit))),
-                                                     kThreads, kSmemBytes, dim3(2), stream, attribute);
-    if (cudaLaunchKernelEx(&config, kernel, map_a_half, map_w, g, store) == cudaSuccess) return AK_OK;
-    (void)cudaGetLastError();
-    return AK_ERR_LAUNCH;
+    return launch_cluster_grid<kernel>(g.pairs, 2, kThreads, kSmemBytes, stream, map_a_half, map_w, g, store);
   });
 }
 

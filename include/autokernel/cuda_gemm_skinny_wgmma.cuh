@@ -60,12 +60,7 @@ struct Layout {
 // The grid's work and split-K workspace: sm90::WgmmaGrid, with one row of tiles (staged unused).
 using Grid = sm90::WgmmaGrid;
 
-constexpr int kNoPeer = -1;
-
-__device__ __forceinline__ void release(uint32_t empty, int peer) {
-  sm90::mbar_arrive(empty);
-  if (peer != kNoPeer) sm90::mbar_arrive_remote(empty, static_cast<uint32_t>(peer));
-}
+using sm90::kNoPeer;
 
 // k-tiles [kt_begin, kt_end) of one tile from the ring (its positions n_used on) into acc,
 // each stage freed once the wgmma group reading it has completed: on this block's empty barrier
@@ -89,11 +84,11 @@ __device__ __forceinline__ void accumulate(float (&acc)[BN / 2], uint32_t smem, 
                                 sm90::smem_desc(b + kk * 32, 16, 1024));
     sm90::wgmma_commit();
     sm90::wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
-    if (held >= 0 && lane == 0) release(ring.empty(held), peer);
+    if (held >= 0 && lane == 0) sm90::release_stage(ring.empty(held), peer);
     held = n_used;
   }
   sm90::wgmma_wait<0>();
-  if (held >= 0 && lane == 0) release(ring.empty(held), peer);
+  if (held >= 0 && lane == 0) sm90::release_stage(ring.empty(held), peer);
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) sm90::fence_register(acc[i]);
 }
@@ -102,8 +97,7 @@ template <typename T, int BN, int Stages>
 __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid& g, const StoreC<T>& store) {
   const sm90::Ring ring{bars, Stages};
   int n_used = 0;  // ring positions consumed so far, over all items
-  for (int item = static_cast<int>(blockIdx.x); item < g.plan.items(); item += static_cast<int>(gridDim.x)) {
-    const sm90::WorkItem w = sm90::work_item(g.plan, item);
+  sm90::for_each_block_item<1>(g.plan, [&](const sm90::WorkItem& w) {
     float acc[1][BN / 2];  // sm90::store_direct's shape: one B matrix
     accumulate<T, BN, Stages>(acc[0], smem, ring, w.kt_begin, w.kt_end, n_used);
     // The tile's rows are A's (tile.m = 0), as the wgmma GEMM's first consumer's.
@@ -112,7 +106,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, const Grid
                                 StoreC<float>{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true});
     else
       sm90::store_direct<1, BN>(acc, w.tile, 0, store);
-  }
+  });
 }
 
 // The block's run of a stream-K plan, backwards (stream_k::for_each_piece): a whole tile is

@@ -168,11 +168,11 @@ __device__ __forceinline__ void fill_ring(const WorkPlan& plan, uint32_t smem, u
 }
 
 // A consumer warp's release of a stage: on its own block's empty barrier and, in a cluster of two,
-// on the peer's, whose producer multicasts into this block's stage too.
-template <int Cluster>
-__device__ __forceinline__ void release_stage(uint32_t empty) {
+// on the peer's (its rank; kNoPeer outside clusters), whose producer multicasts into this stage too.
+constexpr int kNoPeer = -1;
+__device__ __forceinline__ void release_stage(uint32_t empty, int peer) {
   mbar_arrive(empty);
-  if constexpr (Cluster > 1) mbar_arrive_remote(empty, cluster_rank() ^ 1);
+  if (peer != kNoPeer) mbar_arrive_remote(empty, static_cast<uint32_t>(peer));
 }
 
 // Cluster = 2: each block brings in its half of the A tile (map_a's boxes are 64 rows) and TMA
@@ -182,28 +182,27 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
                                         const CUtensorMap* map_b1, uint32_t smem, uint32_t bars,
                                         WgmmaGrid g) {
   using W = WgmmaTile<L, NB, BN, Stages>;
-  fill_ring<Stages, Cluster>(
-      g.plan, smem, bars, W::kStageBytes, [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
-        if constexpr (Cluster > 1) {
-          const uint32_t rank = cluster_rank();
-          tma_load_multicast(dst + rank * (W::kABytes / 2), map_a, kt * kBK,
-                             tile.m * kBM + static_cast<int>(rank) * (kBM / 2), full, 0b11);
-        } else {
-          tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
-        }
+  const int rank = Cluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const auto load = [&](TileCoord tile, int kt, uint32_t dst, uint32_t full) {
+    if constexpr (Cluster > 1)
+      tma_load_multicast(dst + rank * (W::kABytes / 2), map_a, kt * kBK, tile.m * kBM + rank * (kBM / 2),
+                         full, 0b11);
+    else
+      tma_load(dst, map_a, kt * kBK, tile.m * kBM, full);
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-          const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
-          const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
-          if constexpr (L == BLayout::NK) {
-            tma_load(b, map_b, kt * kBK, tile.n * BN, full);
-          } else {
+    for (int nb = 0; nb < NB; ++nb) {
+      const CUtensorMap* map_b = nb == 0 ? map_b0 : map_b1;
+      const uint32_t b = dst + W::kABytes + nb * W::kBBytes;
+      if constexpr (L == BLayout::NK) {
+        tma_load(b, map_b, kt * kBK, tile.n * BN, full);
+      } else {
 #pragma unroll
-            for (int s = 0; s < W::kSlabs; ++s)
-              tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
-          }
-        }
-      });
+        for (int s = 0; s < W::kSlabs; ++s)
+          tma_load(b + s * 8192, map_b, tile.n * BN + 64 * s, kt * kBK, full);
+      }
+    }
+  };
+  fill_ring<Stages, Cluster>(g.plan, smem, bars, W::kStageBytes, load);
 }
 
 // Calls visit(j, half, v0, v1) for each pair of adjacent outputs this thread holds: columns
@@ -281,6 +280,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t staging = smem + Stages * W::kStageBytes + consumer * (W::kStagingBytes / 2);
+  const int peer = Cluster > 1 ? static_cast<int>(cluster_rank() ^ 1) : kNoPeer;
   int stage = 0;
   uint32_t phase = 0;
   for_each_block_item<Cluster>(g.plan, [&](const WorkItem& w) {
@@ -310,7 +310,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       }
       wgmma_commit();
       wgmma_wait<1>();  // the previous k-tile's group is done: its stage can be refilled
-      if (held >= 0 && lane == 0) release_stage<Cluster>(bars + (Stages + held) * 8);
+      if (held >= 0 && lane == 0) release_stage(bars + (Stages + held) * 8, peer);
       held = stage;
       if (++stage == Stages) {
         stage = 0;
@@ -318,7 +318,7 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       }
     }
     wgmma_wait<0>();
-    if (held >= 0 && lane == 0) release_stage<Cluster>(bars + (Stages + held) * 8);
+    if (held >= 0 && lane == 0) release_stage(bars + (Stages + held) * 8, peer);
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll

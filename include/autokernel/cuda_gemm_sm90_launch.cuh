@@ -80,17 +80,8 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   constexpr auto kernel = wgmma_gemm_kernel<T, L, NB, BN, Stages, Staged, Cluster, Epi>;
   if (!allow_shared_memory(kernel, W::kSmemBytes)) return AK_ERR_UNSUPPORTED;
   if constexpr (Cluster > 1) {
-    const int fit = clusters_that_fit<kernel>(kThreads, W::kSmemBytes, dim3(Cluster));
-    if (fit <= 0) return AK_ERR_UNSUPPORTED;
-    cudaLaunchAttribute attribute[1];
-    const cudaLaunchConfig_t config =
-        cluster_launch(dim3(static_cast<unsigned>(Cluster * std::min(g.plan.items(), fit))), kThreads,
-                       W::kSmemBytes, dim3(Cluster), stream, attribute);
-    if (cudaLaunchKernelEx(&config, kernel, maps[0], maps[1], maps[2], maps[3], maps[4], g, epi) ==
-        cudaSuccess)
-      return AK_OK;
-    (void)cudaGetLastError();
-    return AK_ERR_LAUNCH;
+    return launch_cluster_grid<kernel>(g.plan.items(), Cluster, kThreads, W::kSmemBytes, stream, maps[0],
+                                       maps[1], maps[2], maps[3], maps[4], g, epi);
   } else {
     const auto run = [&](const WgmmaGrid& grid) {
       const unsigned blocks = static_cast<unsigned>(std::min(grid.plan.items(), sms));
