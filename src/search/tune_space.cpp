@@ -151,6 +151,7 @@ class RequireEvaluator {
     for (const auto& expression : space.requires_) {
       try {
         parsers_.push_back(make_parser(expression));
+        last_param_.push_back(-1);
         for (const auto& name : used_names(*parsers_.back())) bind(*parsers_.back(), expression, name);
       } catch (const mu::Parser::exception_type& e) {
         usage("@require '" + expression + "': " + e.GetMsg());
@@ -170,6 +171,25 @@ class RequireEvaluator {
     return true;
   }
 
+  // Enumeration with pruning: set(index, value) binds one parameter, then holds_at(index) checks
+  // the requires whose last parameter (in declaration order) is `index`, those over symbols alone
+  // with index -1, so a prefix that already fails one is not extended.
+  void set(size_t index, const std::string& value) {
+    if (const auto used = used_params_.find(index); used != used_params_.end())
+      param_slots_[index] = number_of(param_names_[index], value, used->second);
+  }
+  bool holds_at(int index) {
+    for (size_t r = 0; r < parsers_.size(); ++r) {
+      if (last_param_[r] != index) continue;
+      try {
+        if (parsers_[r]->Eval() == 0) return false;
+      } catch (const mu::Parser::exception_type& e) {
+        usage("@require '" + parsers_[r]->GetExpr() + "': " + e.GetMsg());
+      }
+    }
+    return true;
+  }
+
  private:
   void bind(mu::Parser& parser, const std::string& expression, const std::string& name) {
     const bool is_symbol = symbols_.count(name) > 0;
@@ -179,6 +199,7 @@ class RequireEvaluator {
         usage("@require '" + expression + "': tune parameter " + name + " shadows a problem symbol");
       parser.DefineVar(name, &param_slots_[i]);
       used_params_.emplace(i, expression);
+      last_param_.back() = std::max(last_param_.back(), static_cast<int>(i));
       return;
     }
     if (!is_symbol) {
@@ -196,15 +217,20 @@ class RequireEvaluator {
     for (size_t i = 0; !entry && i < config.size(); ++i)
       if (config[i].first == name) entry = &config[i];
     if (!entry) usage("@require '" + expression + "': the configuration has no value for " + name);
-    const auto number = as_number(entry->second);
-    if (!number) usage("@require '" + expression + "': " + name + "=" + entry->second + " is not a number");
-    param_slots_[index] = *number;
+    param_slots_[index] = number_of(name, entry->second, expression);
+  }
+
+  static double number_of(const std::string& name, const std::string& value, const std::string& expression) {
+    const auto number = as_number(value);
+    if (!number) usage("@require '" + expression + "': " + name + "=" + value + " is not a number");
+    return *number;
   }
 
   std::vector<std::string> param_names_;
   std::map<std::string, double> symbols_;  // map nodes stay put: muparser holds their addresses
   std::vector<double> param_slots_;        // sized once, never resized, for the same reason
   std::vector<std::unique_ptr<mu::Parser>> parsers_;
+  std::vector<int> last_param_;                // per parser: the last parameter it uses, -1 for none
   std::map<size_t, std::string> used_params_;  // param index -> an expression using it, for errors
 };
 
@@ -306,23 +332,38 @@ bool satisfies(const TuneSpace& space, const Config& config, const std::map<std:
 
 std::vector<Config> feasible_configs(const TuneSpace& space, const std::map<std::string, double>& symbols,
                                      size_t limit) {
-  const size_t total = space.size();
-  if (total > limit)
-    usage("tune space has " + std::to_string(total) + " configurations, more than the limit of " +
-          std::to_string(limit) + "; shorten the @tune lists");
+  for (const auto& p : space.params)
+    if (p.values.empty()) return {};
   RequireEvaluator evaluate(space, symbols);
   std::vector<Config> feasible;
-  std::vector<size_t> digit(space.params.size(), 0);  // an odometer, last parameter fastest
-  for (size_t n = 0; n < total; ++n) {
-    Config config;
-    for (size_t i = 0; i < digit.size(); ++i)
-      config.emplace_back(space.params[i].name, space.params[i].values[digit[i]]);
-    if (evaluate(config)) feasible.push_back(std::move(config));
-    for (size_t i = digit.size(); i-- > 0;) {
-      if (++digit[i] < space.params[i].values.size()) break;
-      digit[i] = 0;
+  if (!evaluate.holds_at(-1)) return feasible;
+  // Depth first in declaration order (the last parameter fastest), each require checked as soon
+  // as its parameters are bound: the work follows the feasible prefixes, not the lists' product.
+  // The cap on visits bounds a space whose requires all wait for its last parameters.
+  const size_t max_visits = limit > std::numeric_limits<size_t>::max() / 16 ? limit : limit * 16;
+  size_t visits = 0;
+  Config config;
+  const auto too_many = [&](const std::string& what) {
+    usage("tune space has more than " + what + " for this problem, more than the limit of " +
+          std::to_string(limit) + "; shorten the @tune lists or add @require lines");
+  };
+  const auto walk = [&](const auto& self, size_t depth) -> void {
+    if (depth == space.params.size()) {
+      if (feasible.size() == limit) too_many(std::to_string(limit) + " feasible configurations");
+      feasible.push_back(config);
+      return;
     }
-  }
+    const TuneParam& param = space.params[depth];
+    for (const auto& value : param.values) {
+      if (++visits > max_visits) too_many(std::to_string(max_visits) + " partial configurations to try");
+      evaluate.set(depth, value);
+      if (!evaluate.holds_at(static_cast<int>(depth))) continue;
+      config.emplace_back(param.name, value);
+      self(self, depth + 1);
+      config.pop_back();
+    }
+  };
+  walk(walk, 0);
   return feasible;
 }
 

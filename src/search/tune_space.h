@@ -41,8 +41,9 @@ struct TuneSpace {
 // One value per parameter, ordered like TuneSpace::params.
 using Config = std::vector<std::pair<std::string, std::string>>;
 
-// The cap a caller passes to feasible_configs unless it has a reason to differ: the cartesian
-// product of the @tune lists, before @require (the CUDA matmul's is 172800, about 70 ms to filter).
+// The cap a caller passes to feasible_configs unless it has a reason to differ: the feasible
+// configurations of one problem, after @require (the lists' product may be larger: the
+// enumeration prunes by each @require as soon as its parameters are bound).
 inline constexpr size_t kMaxTuneConfigs = 250000;
 
 // "THREADS=256 VEC=8" (empty for an empty config).
@@ -63,9 +64,11 @@ TuneSpace parse_tune_space(std::string_view source);
 // value in `config` is not a number, or uses a parameter that `config` lacks.
 bool satisfies(const TuneSpace& space, const Config& config, const std::map<std::string, double>& symbols);
 
-// Every configuration that satisfies the @requires, as a cartesian product in declaration order
-// (the first parameter varies slowest). An empty space gives one empty Config. Throws
-// Error(Usage) when the space holds more than `limit` points.
+// Every configuration that satisfies the @requires, in the cartesian product's order (declaration
+// order, the first parameter varying slowest). An empty space gives one empty Config. Enumerated
+// depth first, each @require tested as soon as the last parameter it uses is bound, so a prefix
+// that fails one is not extended. Throws Error(Usage) when more than `limit` configurations are
+// feasible, or when more than 16 x `limit` prefixes must be tried to find them.
 std::vector<Config> feasible_configs(const TuneSpace& space, const std::map<std::string, double>& symbols,
                                      size_t limit);
 

@@ -154,6 +154,43 @@ TEST(TuneSpace, TooLargeASpaceIsRefused) {
   expect_usage([&] { feasible_configs(space, {}, 15); }, "more than the limit of 15");
 }
 
+// The limit counts feasible configurations: a product past it whose requires prune early passes,
+// and the same lists without the requires are refused.
+TEST(TuneSpace, TheLimitCountsFeasibleConfigs) {
+  const std::string lists = "// @tune A: 1, 2, 3, 4\n// @tune B: 1, 2, 3, 4\n// @tune C: 1, 2, 3, 4\n";
+  const TuneSpace pruned = parse_tune_space(lists + "// @require A == 1\n// @require B <= A\n");
+  EXPECT_EQ(pruned.size(), 64u);
+  const auto configs = feasible_configs(pruned, {}, 4);
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(to_string(configs[0]), "A=1 B=1 C=1");
+  EXPECT_EQ(to_string(configs[3]), "A=1 B=1 C=4");
+  expect_usage([&] { feasible_configs(parse_tune_space(lists), {}, 4); }, "more than the limit of 4");
+  // A require over the problem alone that fails leaves nothing, whatever the lists.
+  EXPECT_TRUE(feasible_configs(parse_tune_space(lists + "// @require N > 8\n"), {{"N", 4}}, 4).empty());
+}
+
+// Each require is tested on the prefixes that bind its parameters, with the same result as on
+// whole configurations: the pruned enumeration and satisfies() agree on every point.
+TEST(TuneSpace, PrunedEnumerationAgreesWithSatisfies) {
+  const TuneSpace space = parse_tune_space(kKernel);
+  for (const double n : {100.0, 1000.0, 4096.0}) {
+    const std::map<std::string, double> symbols{{"M", 4}, {"N", n}};
+    size_t count = 0;
+    for (const auto& config : feasible_configs(space, symbols, kMaxTuneConfigs)) {
+      EXPECT_TRUE(satisfies(space, config, symbols)) << to_string(config);
+      ++count;
+    }
+    size_t brute = 0;
+    for (const auto& rows : space.params[0].values)
+      for (const auto& threads : space.params[1].values)
+        for (const auto& vec : space.params[2].values)
+          for (const auto& load : space.params[3].values)
+            brute += satisfies(
+                space, {{"BLOCK_ROWS", rows}, {"THREADS", threads}, {"VEC", vec}, {"LOAD", load}}, symbols);
+    EXPECT_EQ(count, brute) << "N = " << n;
+  }
+}
+
 TEST(TuneSpace, ConfigRoundTrips) {
   const TuneSpace space = parse_tune_space(kKernel);
   for (const auto& config : feasible_configs(space, {{"M", 8}, {"N", 4096}}, kMaxTuneConfigs))
