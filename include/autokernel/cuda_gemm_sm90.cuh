@@ -31,7 +31,7 @@
 //            (SBO) 1024 bytes; the k16 step s starts 32 s bytes further in (inside the swizzle
 //            row, as the canonical K-major layout allows).
 //   B, NK    K-major as A: BN rows of 64 k.
-//   B, KN    MN-major: BN / 64 slabs (rounded up: 224 brings in 256 columns) of 64 k-rows x 64
+//   B, KN    MN-major: BN / 64 slabs (rounded up: 224 brings in 256 columns, 112 128) of 64 k-rows x 64
 //            n (128 bytes), one TMA box each; descriptor LBO = 8192 bytes (next 64 columns of
 //            n), SBO = 1024 bytes (next 8 k-rows), the k16 step s starts 2048 s bytes in; wgmma
 //            transposes B (imm-trans-b 1).
@@ -67,13 +67,13 @@ bool wgmma_eligible(const GemmProblem<T, NB>& p) {
 
 // Staged = true reserves, per consumer warpgroup, a 64 x BN staging tile for the epilogue
 // (BN / 64 slabs of 64 rows x 128 bytes in the 128-byte swizzle) when it fits beside the stages;
-// W::kStaged says whether it did. A width that is not a multiple of 64 (224) ends in a narrower
+// W::kStaged says whether it did. A width that is not a multiple of 64 (112, 224) ends in a narrower
 // slab: B[K, N] still brings in 64 columns for it (those past the tile read and not used), and
 // the staging tile keeps its kTailCols columns unswizzled, 64 rows of kTailCols elements.
 template <BLayout L, int NB, int BN, int Stages, bool Staged = false>
 struct WgmmaTile {
-  static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 224 || BN == 256,
-                "wgmma n of 64, 128, 192, 224 or 256");
+  static_assert(BN == 64 || BN == 112 || BN == 128 || BN == 192 || BN == 224 || BN == 256,
+                "wgmma n of 64, 112, 128, 192, 224 or 256");
   static constexpr int kSlabs = (BN + 63) / 64, kTailCols = BN % 64;
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = L == BLayout::NK ? BN * kBK * 2 : kSlabs * 64 * 128;
   static constexpr int kStageBytes = kABytes + NB * kBBytes;
@@ -240,8 +240,8 @@ __device__ __forceinline__ void store_direct(const float (&acc)[NB][BN / 2], Til
 // next tile while the copy drains; the next epilogue first waits until the copy has read the
 // staging tile. Rows r of a slab hold chunk c at c ^ (r % 8) (the map's 128-byte swizzle): for
 // one store instruction the 32 lanes hit 32 different banks. A 224-wide tile's last 32 columns
-// go by map_c_tail from rows of 64 bytes (unswizzled: 4-way bank conflicts on an eighth of the
-// stores).
+// (a 112-wide one's last 48) go by map_c_tail from rows of 64 (96) bytes, unswizzled: 4-way (2-way)
+// bank conflicts on those stores.
 template <typename T, int NB, int BN, class Epi>
 __device__ __forceinline__ void store_staged(const float (&acc)[NB][BN / 2], TileCoord tile, int consumer,
                                              uint32_t staging, const CUtensorMap* map_c,

@@ -76,11 +76,13 @@
 //                     (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
-//   STAGES            shared-memory stages (STAGES - 1 tiles in flight)
+//   STAGES            shared-memory stages (STAGES - 1 tiles in flight); 6 for wgmma only
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
-//                     (64, 128, 192, 224 or 256) x 64 (WARPS_* stay at 2 x 4 there: the kernel
-//                     fixes its own); 192 makes N = 768 a single wave of 128 x 192 tiles at M =
-//                     4096
+//                     (64, 112, 128, 192, 224 or 256) x 64 (WARPS_* stay at 2 x 4 there: the
+//                     kernel fixes its own); 192 makes N = 768 a single wave of 128 x 192 tiles
+//                     at M = 4096; 112 is cuBLAS's tile at 4096 x 896 x 896 (its 112x128 nvjet,
+//                     7 stages: 256 tiles on 132 SMs, two a block, one's epilogue under the
+//                     other's main loop; docs/benchmarks.md, forty-first session)
 //   TMA_STORE         wgmma only, 1: the epilogue through shared memory and TMA (the staging
 //                     tiles, 2 x 64 x BLOCK_N elements, must fit beside the stages); 0: from
 //                     registers
@@ -88,8 +90,9 @@
 //                     of the A tile both use, which TMA multicasts into both (L2 reads of A
 //                     halved, as cuBLAS's 1x2 clusters at 4096 x 768 x 768 and 4096 x 256 x 768,
 //                     docs/benchmarks.md, twenty-sixth session); no split-K. 1 (the default):
-//                     one block per tile. Not a @tune until timed: with it the space's
-//                     product (414720) would pass the cap of kMaxTuneConfigs
+//                     one block per tile. Not a @tune: it passed every stage on the H100 and
+//                     was 5-11% slower than one block per tile at every shape timed, 4096 x
+//                     768 x 768 to 4096^3 (docs/benchmarks.md, forty-first session)
 //   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
@@ -155,7 +158,9 @@
 //                     from L2 and TMA multicasts them to both (cuda_gemm_skinny_multicast.cuh), as
 //                     cuBLAS's kernels for these shapes do; no K split. 0 (the default): each
 //                     block reads all of A. On the H200 no faster (64 x 4096 x 4096 18.1 against
-//                     15.7 us; docs/benchmarks.md, thirtieth session). Not a @tune.
+//                     15.7 us; docs/benchmarks.md, thirtieth session), nor on the H100 at 64 x 4096
+//                     x 11008, where A is 1.4 MB (42.9 / 40.6 against 41.8 / 38.9 us fp16 / bf16;
+//                     forty-first session). Not a @tune.
 //   SKINNY_MAX_M      the largest M the skinny variant takes (B as [N, K]: up to 64; B[K, N]: 8).
 //                     64 with the staged form (64 x 4096 x 4096: 18.4 us against split-K's 29.4
 //                     on the H200); with the register form it lost to split-K above 32 rows.
@@ -170,11 +175,11 @@
 //                     Not a @tune: fp16/bf16 searches would time it for nothing.
 //
 // @tune BLOCK_M: 64, 128, 256
-// @tune BLOCK_N: 0, 64, 128, 192, 224, 256
+// @tune BLOCK_N: 0, 64, 112, 128, 192, 224, 256
 // @tune BLOCK_K: 32, 64
 // @tune WARPS_M: 1, 2, 4
 // @tune WARPS_N: 1, 2, 4
-// @tune STAGES: 2, 3, 4, 5
+// @tune STAGES: 2, 3, 4, 5, 6
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
 // @tune SPLIT_K: 0, 1, 2, 4
@@ -186,7 +191,8 @@
 // @require (BLOCK_M / WARPS_M) * (BLOCK_N / WARPS_N) <= 4096
 // @require STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 <= 226 * 1024
 // @require WGMMA == 0 || (BLOCK_M == 128 && BLOCK_K == 64 && STAGES >= 3)
-// @require (BLOCK_N != 192 && BLOCK_N != 224) || WGMMA == 1
+// @require (BLOCK_N != 112 && BLOCK_N != 192 && BLOCK_N != 224) || WGMMA == 1
+// @require STAGES <= 5 || WGMMA == 1
 // @require BLOCK_N != 0 || (WGMMA == 1 && STAGES == 3)
 // @require TMA_STORE == 0 || (WGMMA == 1 && STAGES * (128 + BLOCK_N) * 128 + BLOCK_N * 256 <= 226 * 1024)
 // @require WGMMA == 0 || (WARPS_M == 2 && WARPS_N == 4)

@@ -123,6 +123,15 @@ TEST_F(CudaHarness, MatmulClustersOfTwoPassEveryStage) {
                                {cluster + "#define BLOCK_N 192\n#define STAGES 4", "1000x960x200", "bf16"}});
 }
 
+// 112-wide wgmma tiles (cuBLAS's at 4096 x 896 x 896), 6 stages: every stage passes with B as a
+// Linear's weight over 8 exact tile columns, and as B[K, N] with the last tile's 80 columns
+// ending inside the narrow slab (its 64 columns brought in whole, the staging tile's last 48
+// columns stored by the unswizzled map), M and K off the tiles.
+TEST_F(CudaHarness, MatmulTilesOf112PassEveryStage) {
+  const std::string tiles = "#define BLOCK_N 112\n#define STAGES 6\n";
+  expect_matmul_variants_pass({{tiles, "4096x896x896:b_nk=1", "bf16"}, {tiles, "1000x976x200", "fp16"}});
+}
+
 // Decode shapes (M of 1 to 64 against a model's weights) on the wgmma tiles (SKINNY = 0; the
 // defaults take M <= 16 to the skinny variant): the output's tiles fill under half the
 // SMs, so the defaults cut K into splits (64 tiles of 64 columns, two splits each, on 132 SMs)

@@ -93,7 +93,7 @@ TEST(CudaKernels, ComputeStartersBuildForAmpereAndRefuseSm90WithoutItsFeatures) 
 // path on the tensor cores in registers up to 64 rows of A (eight 8-column operands; the default
 // takes 17 rows and more through shared memory, SKINNY_STAGED); its split of K over a cluster's
 // blocks with 256-row tiles among the heights (SKINNY_CLUSTER); its wgmma tiles in clusters of two
-// sharing A (CLUSTER).
+// sharing A (CLUSTER); its 112-wide wgmma tiles, 6 stages deep.
 TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/flash_attention.cu",
                                {{"LAZY_RESCALE", "1"}, {"PERSISTENT", "0"}});
@@ -112,6 +112,8 @@ TEST(CudaKernels, VariantsOffByDefaultCompileWithoutSpills) {
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
                                {{"SKINNY_CLUSTER", "1"}});
   expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", {{"CLUSTER", "2"}});
+  expect_builds_without_spills(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu",
+                               {{"BLOCK_N", "112"}, {"STAGES", "6"}});
 }
 
 }  // namespace
