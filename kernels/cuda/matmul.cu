@@ -76,7 +76,9 @@
 //                     (sm90::auto_tile_width)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
-//   STAGES            shared-memory stages (STAGES - 1 tiles in flight); 6 for wgmma only
+//   STAGES            shared-memory stages (STAGES - 1 tiles in flight); 6 and 8 for wgmma only
+//                     (cuBLAS runs 8 at 4096 x 256 x 768 with tiles of 64 x 128 outputs,
+//                     7 at 4096 x 896 x 896; docs/benchmarks.md, twenty-sixth and forty-first sessions)
 //   WGMMA             1: the wgmma variant, whose tile is BLOCK_M x BLOCK_N x BLOCK_K = 128 x
 //                     (64, 112, 128, 192, 224 or 256) x 64 (WARPS_* stay at 2 x 4 there: the
 //                     kernel fixes its own); 192 makes N = 768 a single wave of 128 x 192 tiles
@@ -179,7 +181,7 @@
 // @tune BLOCK_K: 32, 64
 // @tune WARPS_M: 1, 2, 4
 // @tune WARPS_N: 1, 2, 4
-// @tune STAGES: 2, 3, 4, 5, 6
+// @tune STAGES: 2, 3, 4, 5, 6, 8
 // @tune WGMMA: 0, 1
 // @tune TMA_STORE: 0, 1
 // @tune SPLIT_K: 0, 1, 2, 4

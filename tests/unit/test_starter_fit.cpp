@@ -103,6 +103,28 @@ TEST(StarterFit, MatmulSearchesSkinnyOnlyWhereACallCanTakeIt) {
     }
 }
 
+// The CUDA matmul's 112-wide tiles and its rings of 6 and 8 stages are wgmma's alone (the mma
+// tiles cannot split 112 columns over their warps, and their rings stop at 5), and 112 with 6
+// stages keeps the TMA store's staging tiles beside its ring (8 stages do only at 64 wide).
+TEST(StarterFit, MatmulSearchesNarrowTilesAndDeepRingsOnWgmmaOnly) {
+  const TuneSpace space = parse_tune_space(read_text_file(starter_path("cuda", "matmul")));
+  const auto configs = feasible_configs(
+      space, problem_symbols(find_op("matmul"), parse_problem("4096x896x896:b_nk=1")), kMaxTuneConfigs);
+  std::set<std::string> deep_ring_widths;
+  bool narrow_staged = false;
+  for (const auto& config : configs) {
+    const std::map<std::string, std::string> v(config.begin(), config.end());
+    const int stages = std::stoi(v.at("STAGES"));
+    if (v.at("BLOCK_N") == "112" || stages > 5) {
+      EXPECT_EQ(v.at("WGMMA"), "1") << to_string(config);
+    }
+    if (stages == 8 && v.at("TMA_STORE") == "1") deep_ring_widths.insert(v.at("BLOCK_N"));
+    narrow_staged = narrow_staged || (v.at("BLOCK_N") == "112" && stages == 6 && v.at("TMA_STORE") == "1");
+  }
+  EXPECT_TRUE(narrow_staged);
+  EXPECT_EQ(deep_ring_widths, (std::set<std::string>{"64"}));
+}
+
 Profile attention_profile() {
   Profile profile;
   profile.model.spec = "attention.py:Model";
