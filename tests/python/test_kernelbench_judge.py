@@ -10,6 +10,7 @@ test_kernelbench_cli's agent submits them and sees them rejected by the relative
 """
 import functools
 import glob
+import os
 import pathlib
 import tempfile
 import time
@@ -56,8 +57,24 @@ def judge(solution, **overrides):
     return evaluate(PROBLEM, HERE / "solutions" / f"{solution}.py", options)
 
 
+def setUpModule():
+    # The judge's work directories go to a temporary directory of this process's own, and its
+    # shared tensors in /dev/shm carry this process's pid: the leftovers counted are this test's,
+    # not those of a judge another test runs at the same time (verify's, in test_export under
+    # ctest -j, once failed this test with its files).
+    global _scratch
+    _scratch = tempfile.TemporaryDirectory(prefix="ak-judge-test-")
+    tempfile.tempdir = _scratch.name
+
+
+def tearDownModule():
+    tempfile.tempdir = None
+    _scratch.cleanup()
+
+
 def leftovers():
-    return set(glob.glob(f"{tempfile.gettempdir()}/autokernel-kb-*")) | set(glob.glob("/dev/shm/autokernel-kb-*"))
+    return (set(glob.glob(f"{tempfile.gettempdir()}/autokernel-kb-*"))
+            | set(glob.glob(f"/dev/shm/autokernel-kb-{os.getpid()}-*")))
 
 
 class Exploits(unittest.TestCase):
