@@ -167,6 +167,11 @@ TEST(TuneSpace, TheLimitCountsFeasibleConfigs) {
   expect_usage([&] { feasible_configs(parse_tune_space(lists), {}, 4); }, "more than the limit of 4");
   // A require over the problem alone that fails leaves nothing, whatever the lists.
   EXPECT_TRUE(feasible_configs(parse_tune_space(lists + "// @require N > 8\n"), {{"N", 4}}, 4).empty());
+  // A require that waits for the last parameter prunes nothing before it: past 16 x the limit
+  // prefixes tried (4 + 16 + 64 here, against 80 for a limit of 5), the search is refused too.
+  const TuneSpace late = parse_tune_space(lists + "// @require C == 0\n");
+  EXPECT_TRUE(feasible_configs(late, {}, 6).empty());
+  expect_usage([&] { feasible_configs(late, {}, 5); }, "80 partial configurations to try");
 }
 
 // Each require is tested on the prefixes that bind its parameters, with the same result as on
