@@ -161,13 +161,8 @@ class RequireEvaluator {
 
   bool operator()(const Config& config) {
     for (const auto& [index, expression] : used_params_) load(config, index, expression);
-    for (const auto& parser : parsers_) {
-      try {
-        if (parser->Eval() == 0) return false;
-      } catch (const mu::Parser::exception_type& e) {
-        usage("@require '" + parser->GetExpr() + "': " + e.GetMsg());
-      }
-    }
+    for (size_t r = 0; r < parsers_.size(); ++r)
+      if (!holds(r)) return false;
     return true;
   }
 
@@ -179,18 +174,21 @@ class RequireEvaluator {
       param_slots_[index] = number_of(param_names_[index], value, used->second);
   }
   bool holds_at(int index) {
-    for (size_t r = 0; r < parsers_.size(); ++r) {
-      if (last_param_[r] != index) continue;
-      try {
-        if (parsers_[r]->Eval() == 0) return false;
-      } catch (const mu::Parser::exception_type& e) {
-        usage("@require '" + parsers_[r]->GetExpr() + "': " + e.GetMsg());
-      }
-    }
+    for (size_t r = 0; r < parsers_.size(); ++r)
+      if (last_param_[r] == index && !holds(r)) return false;
     return true;
   }
 
  private:
+  // Require r on the values in the slots now.
+  bool holds(size_t r) {
+    try {
+      return parsers_[r]->Eval() != 0;
+    } catch (const mu::Parser::exception_type& e) {
+      usage("@require '" + parsers_[r]->GetExpr() + "': " + e.GetMsg());
+    }
+  }
+
   void bind(mu::Parser& parser, const std::string& expression, const std::string& name) {
     const bool is_symbol = symbols_.count(name) > 0;
     for (size_t i = 0; i < param_names_.size(); ++i) {
