@@ -9,6 +9,7 @@
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_sm90.cuh"
 #include "autokernel/cuda_gemm_splits.cuh"
+#include "autokernel/tile_width_plan.h"
 
 namespace ak_gemm {
 namespace sm90 {
@@ -95,30 +96,13 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
   }
 }
 
-// 64, 192, 224 or 256. Of 192 and 256, the width whose 128-row tiles, rounded up to whole waves of
-// one tile per SM, cover the fewest columns, a 256-wide column counted 3% cheaper (it reuses each
-// A tile over more of B). At M = 4096 that is 192 for N = 768 (128 tiles, one wave) and N = 2304,
-// and 256 for 4096^3 and the wide vocabulary projections (docs/benchmarks.md, 2026-11-24 sixth
-// session). 224 where its tiles take more than one wave and, each tile costing its width plus 26
-// columns (the 3% above as a fixed cost per tile), it saves another 3%: at 4096 x 2560 x 4096
-// three waves of 224 took 126.1 us against 256's 137.9 (cuBLAS 118.0). In one wave it did not
-// pay: N = 896 at M = 4096 in four exact columns of 224 instead of four of 256, the last half
-// empty, read 17.1 against 17.4 us at K = 896 and 56.4 against 55.4 at K = 4864 (H100, fortieth
-// session). Where the width's tiles would leave more than half the SMs idle and 64-wide tiles
-// still make one wave, 64: at 4096 x 256 x 768, 32 tiles of 256 took 14.8 us, 128 tiles of 64
-// 9.7 (cuBLAS 9.1; sixth session).
+// pick_tile_width (tile_width_plan.h) on this device's SMs.
+static_assert(kTileRows == kBM, "tile_width_plan.h counts the wgmma tiles' rows");
 inline int auto_tile_width(int m, int n) {
-  const int64_t sms = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
-  const auto tiles = [&](int width) {
-    return static_cast<int64_t>((m + kBM - 1) / kBM) * ((n + width - 1) / width);
-  };
-  const auto waves = [&](int width) { return static_cast<double>((tiles(width) + sms - 1) / sms); };
-  int width = waves(192) * 192 < waves(256) * 256 * 0.97 ? 192 : 256;
-  if (waves(224) > 1 && waves(224) * (224 + 26) < 0.97 * waves(width) * (width + 26)) width = 224;
-  return 2 * tiles(width) < sms && tiles(64) <= sms ? 64 : width;
+  return pick_tile_width(m, n, std::max(1, device_attribute(cudaDevAttrMultiProcessorCount)));
 }
 
-// One B matrix at auto_tile_width's width: 64 with 5 stages, 192 with 4, 224 or 256 with 3, each
+// One B matrix at auto_tile_width's width: 64 or 112 with 5 stages, 192 with 4, 224 or 256 with 3, each
 // with room for the TMA store's staging tiles beside its stages; split_k and Cluster as
 // launch_wgmma_gemm's.
 template <typename T, BLayout L, bool Staged, int Cluster = 1, class Epi>
@@ -126,6 +110,7 @@ int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cud
                                  int split_k = 1) {
   switch (auto_tile_width(p.m, p.n)) {
     case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k);
+    case 112: return launch_wgmma_gemm<T, L, 1, 112, 5, Staged, Cluster>(p, epi, stream, split_k);
     case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k);
     case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k);
     default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k);

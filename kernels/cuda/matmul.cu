@@ -72,8 +72,9 @@
 //                     wide with 4 stages or 256 wide with 3 (STAGES is ignored), whichever
 //                     needs fewer tile columns over whole waves, 224 with 3 where its tiles
 //                     take more than one wave and save 3% (4096 x 2560: 8% faster than 256),
-//                     or 64 wide with 5 where those would idle more than half the SMs
-//                     (sm90::auto_tile_width)
+//                     64 wide with 5 where those would idle more than half the SMs, else 112
+//                     with 5 where its waves cost less (4096 x 896: 11% faster than 256)
+//                     (sm90::pick_tile_width, include/autokernel/tile_width_plan.h)
 //   BLOCK_K           k-depth of a shared-memory stage
 //   WARPS_M, WARPS_N  warps along M and N
 //   STAGES            shared-memory stages (STAGES - 1 tiles in flight); 6 and 8 for wgmma only
