@@ -29,7 +29,8 @@ constexpr int kTileOverheadColumns = 26;
 // wide tiles, the last column half empty, at K = 896, and 54.6 against 56.1 at K = 4864; where
 // 112 costs more by that count it was slower (4096 x 768: 14.7 against 192's 13.8; 4096 x 2560 x
 // 4096: 133.1 against 224's 127.3; 4096 x 4864 x 896: 63.4 against 256's 58.0; H100,
-// forty-second session).
+// forty-second session). Not where the width's tiles fill under half the SMs (2048 x 768, decode
+// rows): there the launch splits K over the idle SMs, and 112 against those splits is untimed.
 inline int pick_tile_width(int64_t m, int64_t n, int64_t sms) {
   if (sms < 1) sms = 1;
   const auto tiles = [&](int64_t width) {
@@ -40,7 +41,7 @@ inline int pick_tile_width(int64_t m, int64_t n, int64_t sms) {
   int width =
       static_cast<double>(waves(192) * 192) < 0.97 * static_cast<double>(waves(256) * 256) ? 192 : 256;
   if (waves(224) > 1 && static_cast<double>(cost(224)) < 0.97 * static_cast<double>(cost(width))) width = 224;
-  if (2 * tiles(width) < sms && tiles(64) <= sms) return 64;
+  if (2 * tiles(width) < sms) return tiles(64) <= sms ? 64 : width;
   return cost(112) < cost(width) ? 112 : width;
 }
 

@@ -101,8 +101,8 @@ TEST_F(CudaHarness, MatmulTmaStoreEpiloguePassesEveryStage) {
 // columns end inside that slab, clipped at C's edge). The 224-wide tiles first passed every
 // stage at 4096 x 896 x 896 (b_nk, bf16) and 4096 x 880 x 256 (fp16) with 224 picked there
 // (fortieth session), the same two paths. 112 with 5 stages at 4096 x 896 (two waves of 256
-// tiles; B as a Linear's weight, bf16) and at 2048 x 880 (one wave of 128 tiles; B[K, N], the
-// last tile's 96 columns ending inside its narrow slab).
+// tiles; B as a Linear's weight, bf16) and at 4096 x 880 (B[K, N], the last tile's 96 columns
+// ending inside its narrow slab).
 TEST_F(CudaHarness, MatmulDefaultsPassEveryStageAtEachWidthTheyPick) {
   expect_every_stage_passes(std::string(AK_SOURCE_DIR) + "/kernels/cuda/matmul.cu", "matmul",
                             {{"4096x256x768", "fp16"},
@@ -111,7 +111,7 @@ TEST_F(CudaHarness, MatmulDefaultsPassEveryStageAtEachWidthTheyPick) {
                              {"4096x2560x256:b_nk=1", "bf16"},
                              {"4096x2448x256", "fp16"},
                              {"4096x896x256:b_nk=1", "bf16"},
-                             {"2048x880x200", "fp16"}});
+                             {"4096x880x200", "fp16"}});
 }
 
 // The wgmma tiles in clusters of two along N sharing the A tile by TMA multicast (CLUSTER = 2):

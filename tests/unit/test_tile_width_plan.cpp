@@ -26,15 +26,18 @@ TEST(TileWidthPlan, PicksTheWidthEachShapeWasFastestAt) {
     EXPECT_EQ(pick_tile_width(c.m, c.n, kSms), c.width) << c.m << " x " << c.n;
 }
 
-// 112 where its waves cost less at the same price a tile: one wave of 128 tiles of 112 at
-// 2048 x 896 against one of 64 tiles of 256 (half the SMs idle, but 64-wide tiles would take two
-// waves), and at 2048 x 768 one of 112 tiles against 64 of 192; not at 4096 x 768, where 192's
-// single wave is cheaper than two of 112, nor at 4096 x 2560, where 224's three waves are.
+// 112 where its waves cost less at the same price a tile: at 2048 x 896 one wave of 128 tiles of
+// 112 against one of 80 tiles of 192; not at 4096 x 768, where 192's single wave is cheaper than
+// two of 112, nor at 4096 x 2560, where 224's three waves are. Nor where the pick's tiles fill
+// under half the SMs (K is then split over the idle ones): 2048 x 768 keeps 64 tiles of 192 and
+// 64 x 11008 58 of them, though one wave of 112 would cost less by the count.
 TEST(TileWidthPlan, TakesTilesOf112WhereTheirWavesCostLess) {
-  EXPECT_EQ(pick_tile_width(2048, 896, kSms), 112);
-  EXPECT_EQ(pick_tile_width(2048, 768, kSms), 112);
+  EXPECT_EQ(pick_tile_width(4096, 896, kSms), 112);
   EXPECT_EQ(pick_tile_width(4096, 768, kSms), 192);
   EXPECT_EQ(pick_tile_width(4096, 2560, kSms), 224);
+  EXPECT_EQ(pick_tile_width(2048, 896, kSms), 112);
+  EXPECT_EQ(pick_tile_width(2048, 768, kSms), 192);
+  EXPECT_EQ(pick_tile_width(64, 11008, kSms), 192);
 }
 
 // 64 wins before 112 where the pick would idle over half the SMs and 64-wide tiles make one wave.
