@@ -1,5 +1,5 @@
 // The wgmma matmul's tile width when the defaults pick it per call (include/autokernel/
-// tile_width_plan.h), on 132 SMs (H100, H200): each pick at the shapes it was timed at
+// tile_width_plan.h), on 132 SMs (H100, H200): the picks at the shapes they were timed at
 // (docs/benchmarks.md), and the rule's edges.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@ namespace {
 
 constexpr int64_t kSms = 132;
 
-TEST(TileWidthPlan, PicksTheWidthEachShapeWasFastestAt) {
+TEST(TileWidthPlan, PicksTheWidthsTimedAtEachShape) {
   struct Case {
     int64_t m, n;
     int width;
