@@ -99,7 +99,7 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
 // pick_tile_width (tile_width_plan.h) on this device's SMs.
 static_assert(kTileRows == kBM, "tile_width_plan.h counts the wgmma tiles' rows");
 inline int auto_tile_width(int m, int n) {
-  return pick_tile_width(m, n, std::max(1, device_attribute(cudaDevAttrMultiProcessorCount)));
+  return pick_tile_width(m, n, device_attribute(cudaDevAttrMultiProcessorCount));
 }
 
 // One B matrix at auto_tile_width's width: 64 or 112 with 5 stages, 192 with 4, 224 or 256 with 3, each

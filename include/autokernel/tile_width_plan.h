@@ -38,9 +38,9 @@ inline int pick_tile_width(int64_t m, int64_t n, int64_t sms) {
   };
   const auto waves = [&](int64_t width) { return (tiles(width) + sms - 1) / sms; };
   const auto cost = [&](int64_t width) { return waves(width) * (width + kTileOverheadColumns); };
-  int width =
-      static_cast<double>(waves(192) * 192) < 0.97 * static_cast<double>(waves(256) * 256) ? 192 : 256;
-  if (waves(224) > 1 && static_cast<double>(cost(224)) < 0.97 * static_cast<double>(cost(width))) width = 224;
+  const auto saves_3_percent = [](int64_t ours, int64_t theirs) { return 100 * ours < 97 * theirs; };
+  int width = saves_3_percent(waves(192) * 192, waves(256) * 256) ? 192 : 256;
+  if (waves(224) > 1 && saves_3_percent(cost(224), cost(width))) width = 224;
   if (2 * tiles(width) < sms) return tiles(64) <= sms ? 64 : width;
   return cost(112) < cost(width) ? 112 : width;
 }
