@@ -32,10 +32,27 @@ struct Problem {
   float scale_log2;  // > 0: the row maximum of the raw scores is that of the scaled ones
   bool causal;
   int heads, m_tiles, items;  // items = m_tiles * heads * batch
+  // The last `split` items run as two pieces each (split_tail): work indices [0, items - split)
+  // are whole items, the 2 * split after them pieces (Work).
+  int split = 0;
   // Items a block takes at a time, head by head: causal ones in heavy/light pairs (Work); spread,
   // one at a time.
   AK_SCHEDULE_FN int unit(bool spread = false) const { return causal && !spread ? 2 : 1; }
+  AK_SCHEDULE_FN int work() const { return items + split; }  // work indices, pieces counted
 };
+
+// How many of the last items to cut in two along the keys, for a persistent grid of up to `sms`
+// blocks whose items each walk n_tiles key tiles: a round of items that fills only part of the
+// grid takes as long as a full one, so where the last round's items fit the grid twice over, each
+// becomes two pieces of half its key tiles, run side by side, and the round takes about half as
+// long (4 x 14 heads x 1024 rows: 448 items on 132 SMs, a last round of 52; 104 pieces). Only
+// non-causal items (a causal piece could lie wholly past its rows' diagonal), of at least 4 key
+// tiles (a piece of one tile overlaps nothing). 0: none.
+AK_SCHEDULE_FN int split_tail(const Problem& p, int sms, int n_tiles) {
+  if (p.causal || n_tiles < 4 || sms < 2) return 0;
+  const int tail = p.items % sms;
+  return tail > 0 && 2 * tail <= sms ? tail : 0;
+}
 
 // Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
 // number of key tiles, m + 1 for tile m. Spread is the launch's choice, as a template argument
@@ -49,10 +66,27 @@ struct Problem {
 //    and so on, dealt to the blocks in rounds that alternate direction (for_each_item_of), which
 //    evens the loads where there are few pairs per block: at 8 x 12 heads x 512 rows on 132 SMs,
 //    the pairs give 60 blocks 10 key tiles and the rest 5; spread, no block has more than 8.
+// Work index i >= items - split (not spread) is a piece of split item items - split + j / 2,
+// j = i - (items - split): j even its helper, which walks the item's first ceil(n / 2) key tiles
+// and leaves its running O and row states in a slot (`pair`), j odd its owner, which walks the
+// rest, adds the helper's part and stores O. A helper's work index is its owner's less one, so in
+// the one round the pieces take (split_tail) the helper is the lower block: the owner waits only
+// for a block the GPU started before it.
 template <bool Spread, int Keys = kKeys>
 struct Work {
+  enum Piece { kWhole, kHelper, kOwner };
   int m0, h, b, n_tiles;
-  AK_SCHEDULE_FN Work(const Problem& p, int item) {
+  int key0 = 0;  // the first key tile walked
+  Piece piece = kWhole;
+  int pair = 0;  // a piece's split item, counted from the first split one
+  AK_SCHEDULE_FN Work(const Problem& p, int index) {
+    int item = index;
+    if (!Spread && index >= p.items - p.split) {
+      const int j = index - (p.items - p.split);
+      item = p.items - p.split + j / 2;
+      piece = j % 2 ? kOwner : kHelper;
+      pair = j / 2;
+    }
     int hb, q;
     if constexpr (Spread) {
       const int heads = p.heads * (p.items / (p.heads * p.m_tiles));
@@ -68,6 +102,11 @@ struct Work {
     b = hb / p.heads;
     const int end = p.causal ? lesser(p.seq, m0 + kRows) : p.seq;
     n_tiles = (end + Keys - 1) / Keys;
+    if (piece != kWhole) {
+      const int helper_tiles = n_tiles - n_tiles / 2;
+      key0 = piece == kOwner ? helper_tiles : 0;
+      n_tiles = piece == kOwner ? n_tiles / 2 : helper_tiles;
+    }
   }
 };
 
@@ -84,13 +123,13 @@ AK_SCHEDULE_FN void for_each_item_of(const Problem& p, int grid, int block, F&& 
   if constexpr (Spread) {
     for (int r = 0;; ++r) {
       const int item = r * grid + ((r & 1) ? grid - 1 - block : block);
-      if (item >= p.items) break;
+      if (item >= p.work()) break;
       f(item, round++);
     }
   } else {
     const int unit = p.unit();
-    for (int u = block; u * unit < p.items; u += grid)
-      for (int item = u * unit; item < lesser(p.items, (u + 1) * unit); ++item) f(item, round++);
+    for (int u = block; u * unit < p.work(); u += grid)
+      for (int item = u * unit; item < lesser(p.work(), (u + 1) * unit); ++item) f(item, round++);
   }
 }
 
@@ -105,7 +144,7 @@ AK_SCHEDULE_FN int item_of_round(const Problem& p, int grid, int block, int roun
     const int unit = p.unit();
     item = (block + (round / unit) * grid) * unit + round % unit;
   }
-  return item < p.items ? item : -1;
+  return item < p.work() ? item : -1;
 }
 
 }  // namespace ak_attention_sm90

@@ -35,14 +35,15 @@ __device__ __forceinline__ void produce(const CUtensorMap* mq, const CUtensorMap
       mbar_arrive_expect_tx(bar.k.full(slot), L::kKBytes);
       const uint32_t k = smem + L::k_at(slot);
       for (int dh = 0; dh < L::kSlabs; ++dh)
-        tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, tile * Keys, kv_h, w.b, bar.k.full(slot));
+        tma_load_4d(k + dh * L::kKSlabBytes, mk, dh * 64, (w.key0 + tile) * Keys, kv_h, w.b,
+                    bar.k.full(slot));
       mbar_wait_suspended(bar.v.empty(slot), bar.v.phase(slot) ^ 1);
       mbar_arrive_expect_tx(bar.v.full(slot), L::kVBytes);
       const uint32_t v = smem + L::v_at(slot);
       for (int kh = 0; kh < Keys / L::kVBoxKeys; ++kh)
         for (int dh = 0; dh < L::kSlabs; ++dh)
           tma_load_4d(v + kh * L::kVGroupBytes + dh * L::kVBoxBytes, mv, dh * 64,
-                      tile * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.v.full(slot));
+                      (w.key0 + tile) * Keys + kh * L::kVBoxKeys, kv_h, w.b, bar.v.full(slot));
     }
     trace(0, round, kLastPvIssued);
   });
@@ -52,7 +53,7 @@ template <typename T, int D, bool Spread, int Keys, bool Lazy>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap mq, const __grid_constant__ CUtensorMap mk,
                     const __grid_constant__ CUtensorMap mv, const __grid_constant__ CUtensorMap mo,
-                    const Problem p, const Out out) {
+                    const Problem p, const Out out, const SplitSlots split) {
 #if AK_SM90_CODE
   using L = Layout<D, Keys>;
   trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kItemBegin);
@@ -76,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kChain && D == 64 && L::kQBuffers == 2)
       w.template run_items_chained<Spread>(smem, bar, p, out, &mo);
     else
-      w.template run_items<Spread>(smem, bar, p, out, &mo);
+      w.template run_items<Spread>(smem, bar, p, out, &mo, split);
   });
   trace(static_cast<int>(threadIdx.x) / 128, kTraceItems, kStored);
 #else
@@ -117,6 +118,8 @@ int launch_tiles(const ak_call* call, Problem p) {
   p.heads = static_cast<int>(o.shape[1]);
   p.m_tiles = (p.seq + kRows - 1) / kRows;
   p.items = static_cast<int>(items);
+  const int sms = ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount);
+  if constexpr (kSplitTail) p.split = split_tail(p, sms, (p.seq + Keys - 1) / Keys);
   const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
   const bool spread =
       kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
@@ -124,12 +127,22 @@ int launch_tiles(const ak_call* call, Problem p) {
   if constexpr (kLazyRescale == 2)
     if (p.seq >= kLazyFromKeys) kernel = kernel_for<T, D, Keys, true>(spread);
   if (!ak_gemm::allow_shared_memory(kernel, L::kSmemBytes)) return AK_ERR_UNSUPPORTED;
-  const int units = (p.items + p.unit(spread) - 1) / p.unit(spread);
-  const int blocks =
-      kPersistent ? std::min(units, ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount)) : units;
-  kernel<<<blocks, kThreads, L::kSmemBytes, ak_cuda::stream_of(call)>>>(maps[0], maps[1], maps[2], maps[3], p,
-                                                                        out);
-  return ak_cuda::check_launch();
+  const int units = (p.work() + p.unit(spread) - 1) / p.unit(spread);
+  const int blocks = kPersistent ? std::min(units, sms) : units;
+  cudaStream_t stream = ak_cuda::stream_of(call);
+  const auto run = [&](const SplitSlots& split) {
+    kernel<<<blocks, kThreads, L::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], p, out, split);
+    return ak_cuda::check_launch();
+  };
+  if (p.split == 0) return run(SplitSlots{nullptr, nullptr, 0});
+  // Each split item: a slot of piece_slot_vectors float4 a thread and a flag per consumer warpgroup.
+  const size_t slot_bytes = size_t{2} * p.split * piece_slot_vectors<D>() * 128 * sizeof(float4);
+  const size_t flag_bytes = size_t{2} * p.split * sizeof(unsigned long long);
+  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
+    return run(SplitSlots{static_cast<float*>(ws),
+                          reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes),
+                          ak_gemm::stream_k::next_token()});
+  });
 }
 
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned

@@ -155,6 +155,12 @@ __device__ __forceinline__ void wgmma_rs_trans(float (&d)[N / 2], const uint32_t
 #ifndef AK_ATTENTION_DEFER_Q_RELEASE
 #define AK_ATTENTION_DEFER_Q_RELEASE 1
 #endif
+// Split tail (1): with a persistent grid, non-causal calls whose last round of items fills at
+// most half the grid run each of those items as two pieces along the keys (split_tail, Work), so
+// that the round takes about half as long; 0: whole items only.
+#ifndef AK_ATTENTION_SPLIT_TAIL
+#define AK_ATTENTION_SPLIT_TAIL 0
+#endif
 constexpr int kThreads = 384, kConsumerWarps = 8, kRingDepth = AK_ATTENTION_KV_STAGES;
 constexpr int kNonCausalKeys = AK_ATTENTION_KEYS;
 static_assert(kNonCausalKeys == 128 || kNonCausalKeys == 176, "key tiles of 128 or 176 keys");
@@ -163,6 +169,8 @@ constexpr bool kChain = AK_ATTENTION_CHAIN != 0, kTmaStore = AK_ATTENTION_TMA_ST
 constexpr int kLazyRescale = AK_ATTENTION_LAZY_RESCALE, kLazyFromKeys = 2048;
 static_assert(kLazyRescale >= 0 && kLazyRescale <= 2, "lazy rescale: 0 never, 1 always, 2 by length");
 constexpr bool kBalance = AK_ATTENTION_BALANCE != 0;
+// (Chained items run no pieces: the consumers' chained path has no helper's publish.)
+constexpr bool kSplitTail = AK_ATTENTION_SPLIT_TAIL != 0 && kPersistent && !kChain;
 constexpr float kLazyLog2 = 8.0f;
 
 // Shared memory from a 1024-byte aligned base, every tile in the 128-byte swizzle, for head

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "autokernel/cuda_attention_sm90_blocks.cuh"
+#include "autokernel/cuda_attention_sm90_pieces.cuh"
 
 namespace ak_attention_sm90 {
 
@@ -141,25 +142,29 @@ struct Consumer {
       if (!(last && c == 1)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
   }
 
-  // An item as this warpgroup takes it: its Q buffer, the ring position of its first key tile,
-  // its rows, the key tiles it reads ([0, active), active >= 1: every query row sees key 0) and
-  // those it reads unmasked ([0, plain): they end within the sequence and, causal, at or before
-  // every row's diagonal). The tiles past active it only hands back.
+  // An item (or a piece of one) as this warpgroup takes it: its Q buffer, the ring position of
+  // its first key tile, its rows, its first key tile (key0: a split item's owner starts past 0),
+  // the key tiles it reads (key0 + [0, active), active >= 1: every query row sees key 0) and
+  // those it reads unmasked (key0 + [0, plain): they end within the sequence and, causal, at or
+  // before every row's diagonal). The tiles past active it only hands back. Pieces are non-causal
+  // (split_tail): the causal counts take key0 = 0.
   struct Item {
     uint32_t q;
-    int slot0, n_tiles, active, plain, wg_first, first_row;
+    int slot0, n_tiles, active, plain, wg_first, first_row, key0;
   };
-  __device__ __forceinline__ Item item_at(uint32_t smem, const Problem& p, int m0, int n_tiles, int slot0,
+  template <class W>
+  __device__ __forceinline__ Item item_at(uint32_t smem, const Problem& p, const W& w, int slot0,
                                           int item_round) const {
     Item it;
     it.q = smem + (item_round % L::kQBuffers) * L::kQBytes;
     it.slot0 = slot0;
-    it.n_tiles = n_tiles;
-    it.wg_first = m0 + 64 * c;
+    it.n_tiles = w.n_tiles;
+    it.key0 = w.key0;
+    it.wg_first = w.m0 + 64 * c;
     it.first_row = it.wg_first + 16 * warp;
     // A causal warpgroup has nothing to add from tiles that start past its last row.
-    it.active = p.causal ? min(n_tiles, (it.wg_first + 63) / Keys + 1) : n_tiles;
-    it.plain = p.causal ? min(p.seq / Keys, (it.wg_first + 1) / Keys) : p.seq / Keys;
+    it.active = p.causal ? min(w.n_tiles, (it.wg_first + 63) / Keys + 1) : w.n_tiles;
+    it.plain = p.causal ? min(p.seq / Keys, (it.wg_first + 1) / Keys) : p.seq / Keys - w.key0;
     return it;
   }
 
@@ -173,10 +178,10 @@ struct Consumer {
   // The softmax of an item's first key tile. The tiles that need no mask are compiled without the
   // masking branch: with it, ptxas moved the wait for P V above the softmax meant to run under it.
   __device__ __forceinline__ void first_softmax(float (&s)[Keys / 2], const Problem& p, const Item& it) {
-    if (Keys > p.seq || (p.causal && Keys - 1 > it.wg_first))
-      softmax<true>(s, p, 0, it.first_row);
+    if ((it.key0 + 1) * Keys > p.seq || (p.causal && Keys - 1 > it.wg_first))
+      softmax<true>(s, p, it.key0 * Keys, it.first_row);
     else
-      softmax<false>(s, p, 0, it.first_row);
+      softmax<false>(s, p, it.key0 * Keys, it.first_row);
   }
 
   // S of the item's first key tile, alone, then its softmax into P.
@@ -234,7 +239,7 @@ struct Consumer {
     const auto step = [&](int tile, auto mask) {
       const int at = it.slot0 + tile;
       overlapped(s, smem, bar, it.q, at + 1, at,
-                 [&] { softmax<decltype(mask)::value>(s, p, (tile + 1) * Keys, it.first_row); });
+                 [&] { softmax<decltype(mask)::value>(s, p, (it.key0 + tile + 1) * Keys, it.first_row); });
       take(s);
     };
     int tile = 0;
@@ -356,22 +361,30 @@ struct Consumer {
     }
   }
 
-  // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store.
+  // Every item of this block: wait for its Q, run its key tiles, hand its Q buffer back, store (a
+  // split item's helper publishes instead; its owner adds the helper's part first).
   template <bool Spread>
   __device__ __forceinline__ void run_items(uint32_t smem, const Barriers<D, Keys>& bar, const Problem& p,
-                                            const Out& out, const CUtensorMap* mo) {
+                                            const Out& out, const CUtensorMap* mo, const SplitSlots& split) {
+    using W = Work<Spread, Keys>;
     int slot = 0;
-    for_each_item<Spread>(p, [&](int item, int item_round) {
-      const Work<Spread, Keys> w(p, item);
+    for_each_item<Spread>(p, [&](int index, int item_round) {
+      const W w(p, index);
       round = item_round;
       begin_item(bar);
-      const Item it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
+      const Item it = item_at(smem, p, w, slot, round);
       float s[Keys / 2];
       if (kPingPong && c == 1) pass_turn(false);  // warpgroup 0 goes first
       first_tile(s, smem, bar, p, it);
       steps(s, smem, bar, p, it);
       last_tile(smem, bar, it, true);
-      finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows, true);
+      if (!Spread && w.piece == W::kHelper) {
+        publish_piece<D>(split, w.pair, c, o, rows);
+        if (lane == 0) mbar_arrive(bar.q.empty(round));
+      } else {
+        if (!Spread && w.piece == W::kOwner) add_helper<D>(split, w.pair, c, o, rows);
+        finish(out, mo, bar, it.q, w.b, w.h, w.m0, p.seq, rows, true);
+      }
       trace(c + 1, round, kStored);
       slot += w.n_tiles;
     });
@@ -398,7 +411,7 @@ struct Consumer {
     // An item that starts alone: the block's first, or one after an item that ended unchained.
     const auto start = [&](int slot) {
       w = Work<Spread, Keys>(p, item);
-      it = item_at(smem, p, w.m0, w.n_tiles, slot, round);
+      it = item_at(smem, p, w, slot, round);
       begin_item(bar);
       first_tile(s, smem, bar, p, it);
     };
@@ -419,7 +432,7 @@ struct Consumer {
       // The seam: P V of this item's last tile and S of the next item's first, in one turn; the
       // next item's row states start afresh once this one's are kept for its store.
       const Work<Spread, Keys> next(p, item);
-      const Item in = item_at(smem, p, next.m0, next.n_tiles, it.slot0 + it.n_tiles, round + 1);
+      const Item in = item_at(smem, p, next, it.slot0 + it.n_tiles, round + 1);
       trace(c + 1, round + 1, kItemBegin);
       mbar_wait(bar.q.full(round + 1), bar.q.phase(round + 1));
       trace(c + 1, round + 1, kQReady);

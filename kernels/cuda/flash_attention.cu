@@ -68,6 +68,12 @@
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
 //            the work of the others)
+//   SPLIT_TAIL wgmma, persistent, unchained only, 1 (the default): non-causal calls of 4 key
+//            tiles or more whose last round of items fills at most half the SMs run each of those
+//            items as two pieces of half its key tiles on two blocks, the lower one leaving its O
+//            and row states in a workspace slot for the other to add (attention_schedule.h's
+//            split_tail): at 4 x 14 x 1024 x 64, 448 items on 132 SMs, a last round of 52 items
+//            becomes one of 104 pieces
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -94,6 +100,14 @@
 // @require TMA_STORE == 0 || PATH == 1
 // @tune KEYS: 128, 176
 // @require KEYS == 128 || PATH == 1
+// @tune SPLIT_TAIL: 0, 1
+// @require SPLIT_TAIL == 0 || (PATH == 1 && PERSISTENT == 1 && CHAIN == 0)
+
+// Read by the workspace helpers (cuda_kernel.cuh), so defined before they are included.
+#ifndef KEEP_WORKSPACE
+#define KEEP_WORKSPACE 1
+#endif
+
 #include <algorithm>
 
 #include "autokernel/cuda_attention.cuh"
@@ -127,7 +141,11 @@
 #ifndef TMA_STORE
 #define TMA_STORE 1
 #endif
+#ifndef SPLIT_TAIL
+#define SPLIT_TAIL 1
+#endif
 #if PATH == 1
+#define AK_ATTENTION_SPLIT_TAIL SPLIT_TAIL
 #define AK_ATTENTION_BALANCE BALANCE
 #define AK_ATTENTION_KEYS KEYS
 #define AK_ATTENTION_LAZY_RESCALE LAZY_RESCALE

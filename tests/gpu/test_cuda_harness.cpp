@@ -442,6 +442,24 @@ TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
                              {"2x4x300x128:causal=1", "fp16"}});
 }
 
+// Split tails (SPLIT_TAIL, the default): non-causal calls whose last round of items fits the
+// grid twice run those items as a helper and an owner piece each (132 SMs on the H100 and H200):
+// 4 x 14 x 1024 x 64 (448 items, 52 split), 520 keys in 5 tiles (3 for the helper, 2 for the
+// owner, its last ragged; rows past S), 700 keys (3 and 3), 4096 keys at D = 128 (lazy rescaling:
+// the pieces meet at different maxima); with ping-pong turns and without, O through TMA and from
+// registers.
+TEST_F(CudaHarness, FlashAttentionSplitTailsPassEveryStage) {
+  for (const std::string config : {"#define SPLIT_TAIL 1", "#define SPLIT_TAIL 1\n#define PINGPONG 0",
+                                   "#define SPLIT_TAIL 1\n#define TMA_STORE 0"})
+    for (const auto& [shape, dtype] :
+         {std::pair{"4x14x1024x64:causal=0", "fp16"}, std::pair{"1x8x520x128:causal=0,kv_heads=2", "bf16"},
+          std::pair{"1x5x700x64:causal=0", "bf16"}, std::pair{"1x2x4096x128:causal=0", "fp16"}}) {
+      const auto j =
+          bench(starter_with("flash_attention", config), "flash_attention", shape, {"--dtype", dtype});
+      EXPECT_EQ(j.value("status", ""), "PASS") << config << ", " << shape << "\n" << j.dump(2);
+    }
+}
+
 // q, k, v and o as a model's [B, S, H, D] projections viewed as [B, H, S, D] (bshd = 1): the
 // wgmma path (TMA over those strides), the mma path (fp32 falls to simt) and rotary's vector and
 // scalar paths, with grouped-query heads, ragged tiles and one batch.

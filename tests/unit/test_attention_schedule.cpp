@@ -147,5 +147,55 @@ TEST(AttentionSchedule, WideKeyTilesCoverTheWholeSequence) {
   EXPECT_EQ((Work<false, 176>(problem(1, 1, 4096, false), 0).n_tiles), 24);
 }
 
+// split_tail: the last round's items in two pieces each, only where all of their pieces fit in
+// that round, never causal, never of fewer than 4 key tiles.
+TEST(AttentionSchedule, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
+  using ak_attention_sm90::split_tail;
+  EXPECT_EQ(split_tail(problem(4, 14, 1024, false), 132, 8), 52);     // 448 items: a last round of 52
+  EXPECT_EQ(split_tail(problem(1, 8, 512, false), 132, 4), 32);       // 32 items: 64 pieces, one round
+  EXPECT_EQ(split_tail(problem(8, 12, 512, false), 132, 4), 0);       // a last round of 120: no room
+  EXPECT_EQ(split_tail(problem(4, 14, 1024, true), 132, 8), 0);       // causal
+  EXPECT_EQ(split_tail(problem(4, 14, 300, false), 132, 3), 0);       // 3 key tiles
+  EXPECT_EQ(split_tail(problem(1, 132, 128 * 4, false), 132, 4), 0);  // 528 items: whole rounds
+}
+
+// Split items' pieces: with the grid the launch makes, every (query tile, key tile) is walked by
+// exactly one piece or whole item, in the last round, the helper on the block just below its
+// owner; the helper takes the larger half.
+TEST(AttentionSchedule, SplitPiecesCoverEveryKeyTileOnceHelperBelowOwner) {
+  for (const auto& [b, h, s, sms] : {std::tuple{4, 14, 1024, 132}, std::tuple{1, 8, 512, 132},
+                                     std::tuple{2, 3, 1000, 20}, std::tuple{1, 5, 700, 12}}) {
+    Problem p = problem(b, h, s, false);
+    const int n_tiles = (s + 127) / 128;
+    p.split = ak_attention_sm90::split_tail(p, sms, n_tiles);
+    ASSERT_GT(p.split, 0) << b << "x" << h << "x" << s;
+    const int grid = std::min(p.work(), sms);
+    std::set<std::tuple<int, int, int, int>> walked;  // (b, h, m0, key tile)
+    std::vector<std::pair<int, int>> helpers(p.split, {-1, -1}), owners(p.split, {-1, -1});  // (block, round)
+    int last_round = 0;
+    for (int block = 0; block < grid; ++block)
+      for_each_item_of<false>(p, grid, block, [&](int index, int round) {
+        const Work<false> w(p, index);
+        last_round = std::max(last_round, round);
+        for (int t = 0; t < w.n_tiles; ++t)
+          EXPECT_TRUE(walked.emplace(w.b, w.h, w.m0, w.key0 + t).second) << index;
+        if (w.piece == Work<false>::kHelper) helpers[w.pair] = {block, round};
+        if (w.piece == Work<false>::kOwner) owners[w.pair] = {block, round};
+        if (w.piece != Work<false>::kWhole) {
+          EXPECT_GE(w.n_tiles, n_tiles / 2);
+        }
+        if (w.piece == Work<false>::kHelper) {
+          EXPECT_EQ(w.key0, 0);
+        }
+      });
+    EXPECT_EQ(walked.size(), static_cast<size_t>(p.items) * n_tiles);
+    for (int pair = 0; pair < p.split; ++pair) {
+      EXPECT_EQ(owners[pair].first, helpers[pair].first + 1) << pair;
+      EXPECT_EQ(owners[pair].second, last_round) << pair;
+      EXPECT_EQ(helpers[pair].second, last_round) << pair;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ak::test

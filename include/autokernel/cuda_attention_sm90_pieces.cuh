@@ -1,0 +1,85 @@
+// Where a split item's two pieces meet (the wgmma attention's split tails: attention_schedule.h's
+// split_tail and Work). The helper's consumer warpgroup c leaves its running O and row states in
+// slot 2 pair + c of the launch's workspace (float4 i of thread t at i * 128 + t: a warp's stores
+// are contiguous), then raises the slot's flag with the launch's token (as stream-K's helpers do,
+// cuda_gemm_stream_k.cuh: no memset clears the flags before a launch). The owner's warpgroup, which
+// ran the item's other key tiles with the same rows on the same threads, waits for the flag, lowers
+// it (a CUDA graph replays one token) and folds the helper's part into its own, each row at the
+// larger of the two maxima: one formula whichever piece ends first, so every run gives the same
+// bits. The owner's block is the helper's plus one, started after it: the wait ends.
+#pragma once
+
+#include "autokernel/cuda_attention.cuh"
+#include "autokernel/cuda_gemm_stream_k.cuh"
+
+namespace ak_attention_sm90 {
+
+// The split items' workspace (Problem::split > 0): per split item and consumer warpgroup a slot of
+// piece_slot_vectors<D>() float4 a thread, and a flag.
+struct SplitSlots {
+  float* slots;
+  unsigned long long* flags;
+  unsigned long long token;
+};
+
+// O's D / 2 floats a thread, then both rows' maximum and sum.
+template <int D>
+__host__ __device__ constexpr int piece_slot_vectors() {
+  return D / 8 + 1;
+}
+
+template <int D>
+__device__ __forceinline__ float4* piece_slot(const SplitSlots& split, int pair, int c) {
+  return reinterpret_cast<float4*>(split.slots) + (2 * pair + c) * piece_slot_vectors<D>() * 128 +
+         threadIdx.x % 128;
+}
+
+// The helper's warpgroup c: its O accumulators (the wgmma layout, rows (i / 2) & 1) and row states.
+template <int D>
+__device__ __forceinline__ void publish_piece(const SplitSlots& split, int pair, int c,
+                                              const float (&o)[D / 2], const ak_cuda::RowState (&rows)[2]) {
+  float4* slot = piece_slot<D>(split, pair, c);
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i)
+    __stcg(slot + i * 128, make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]));
+  __stcg(slot + (D / 8) * 128, make_float4(rows[0].max, rows[0].sum, rows[1].max, rows[1].sum));
+  asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");  // (1 and 2 are the ping-pong turns)
+  if (threadIdx.x % 128 == 0) {
+    __threadfence();
+    ak_gemm::stream_k::store_release(split.flags + 2 * pair + c, split.token);
+  }
+}
+
+// The owner's warpgroup c: the helper's part added into o and rows.
+template <int D>
+__device__ __forceinline__ void add_helper(const SplitSlots& split, int pair, int c, float (&o)[D / 2],
+                                           ak_cuda::RowState (&rows)[2]) {
+  if (threadIdx.x % 128 == 0) {
+    unsigned long long* flag = split.flags + 2 * pair + c;
+    while (ak_gemm::stream_k::load_acquire(flag) != split.token) __nanosleep(64);
+    *flag = 0;
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");
+  const float4* slot = piece_slot<D>(split, pair, c);
+  const float4 states = __ldcg(slot + (D / 8) * 128);
+  const float their_max[2] = {states.x, states.z}, their_sum[2] = {states.y, states.w};
+  float ours[2], theirs[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float max = fmaxf(rows[r].max, their_max[r]);
+    ours[r] = ak_cuda::fast_exp2(rows[r].max - max);
+    theirs[r] = ak_cuda::fast_exp2(their_max[r] - max);
+    rows[r].sum = rows[r].sum * ours[r] + their_sum[r] * theirs[r];
+    rows[r].max = max;
+  }
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    const float4 v = __ldcg(slot + i * 128);
+    o[4 * i] = o[4 * i] * ours[0] + v.x * theirs[0];
+    o[4 * i + 1] = o[4 * i + 1] * ours[0] + v.y * theirs[0];
+    o[4 * i + 2] = o[4 * i + 2] * ours[1] + v.z * theirs[1];
+    o[4 * i + 3] = o[4 * i + 3] * ours[1] + v.w * theirs[1];
+  }
+}
+
+}  // namespace ak_attention_sm90
