@@ -68,12 +68,14 @@
 //            heaviest first across heads, dealt to the blocks back and forth, instead of head by
 //            head in heavy/light pairs (at 8 x 12 x 512 rows the pairs leave 60 of 132 SMs twice
 //            the work of the others)
-//   SPLIT_TAIL wgmma, persistent, unchained only, 1 (the default): non-causal calls of 4 key
+//   SPLIT_TAIL wgmma, persistent, unchained only, 1: non-causal calls of 4 key
 //            tiles or more whose last round of items fills at most half the SMs run each of those
 //            items as two pieces of half its key tiles on two blocks, the lower one leaving its O
 //            and row states in a workspace slot for the other to add (attention_schedule.h's
 //            split_tail): at 4 x 14 x 1024 x 64, 448 items on 132 SMs, a last round of 52 items
-//            becomes one of 104 pieces
+//            becomes one of 104 pieces. 0 (the default) until it has run on a GPU: written in
+//            a session that got no machine (docs/benchmarks.md, forty-third session); the search
+//            may take it, through every stage like any point
 // The first @require keeps the ring within the 227 KB a block may opt into; the second keeps the
 // scores and the output accumulators within 255 registers (BLOCK_N * D = 16384 spills). The
 // third offers PATH = 1 for D 64 and 128 with each ring depth (2, 3), with the default mma tile for
@@ -142,7 +144,7 @@
 #define TMA_STORE 1
 #endif
 #ifndef SPLIT_TAIL
-#define SPLIT_TAIL 1
+#define SPLIT_TAIL 0
 #endif
 #if PATH == 1
 #define AK_ATTENTION_SPLIT_TAIL SPLIT_TAIL

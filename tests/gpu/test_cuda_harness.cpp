@@ -442,7 +442,7 @@ TEST_F(CudaHarness, FlashAttentionWideKeyTilesPassEveryStage) {
                              {"2x4x300x128:causal=1", "fp16"}});
 }
 
-// Split tails (SPLIT_TAIL, the default): non-causal calls whose last round of items fits the
+// Split tails (SPLIT_TAIL 1): non-causal calls whose last round of items fits the
 // grid twice run those items as a helper and an owner piece each (132 SMs on the H100 and H200):
 // 4 x 14 x 1024 x 64 (448 items, 52 split), 520 keys in 5 tiles (3 for the helper, 2 for the
 // owner, its last ragged; rows past S), 700 keys (3 and 3), 4096 keys at D = 128 (lazy rescaling:
