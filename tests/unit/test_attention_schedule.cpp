@@ -163,8 +163,9 @@ TEST(AttentionSchedule, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
 // exactly one piece or whole item, in the last round, the helper on the block just below its
 // owner; the helper takes the larger half.
 TEST(AttentionSchedule, SplitPiecesCoverEveryKeyTileOnceHelperBelowOwner) {
-  for (const auto& [b, h, s, sms] : {std::tuple{4, 14, 1024, 132}, std::tuple{1, 8, 512, 132},
-                                     std::tuple{2, 3, 1000, 20}, std::tuple{1, 5, 700, 12}}) {
+  for (const auto& [b, h, s, sms] :
+       {std::tuple{4, 14, 1024, 132}, std::tuple{1, 8, 512, 132}, std::tuple{2, 3, 1000, 20},
+        std::tuple{1, 5, 700, 12}, std::tuple{1, 5, 600, 12}}) {  // (600 keys: 5 tiles, 3 and 2)
     Problem p = problem(b, h, s, false);
     const int n_tiles = (s + 127) / 128;
     p.split = ak_attention_sm90::split_tail(p, sms, n_tiles);
@@ -186,6 +187,7 @@ TEST(AttentionSchedule, SplitPiecesCoverEveryKeyTileOnceHelperBelowOwner) {
         }
         if (w.piece == Work<false>::kHelper) {
           EXPECT_EQ(w.key0, 0);
+          EXPECT_EQ(w.n_tiles, n_tiles - n_tiles / 2);
         }
       });
     EXPECT_EQ(walked.size(), static_cast<size_t>(p.items) * n_tiles);
