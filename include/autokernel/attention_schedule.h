@@ -42,14 +42,15 @@ struct Problem {
 };
 
 // How many of the last items to cut in two along the keys, for a persistent grid of up to `sms`
-// blocks whose items each walk n_tiles key tiles: a round of items that fills only part of the
-// grid takes as long as a full one, so where the last round's items fit the grid twice over, each
+// blocks whose items each walk the whole sequence in key tiles of Keys: a round of items that fills only part
+// of the grid takes as long as a full one, so where the last round's items fit the grid twice over, each
 // becomes two pieces of half its key tiles, run side by side, and the round takes about half as
 // long (4 x 14 heads x 1024 rows: 448 items on 132 SMs, a last round of 52; 104 pieces). Only
 // non-causal items (a causal piece could lie wholly past its rows' diagonal), of at least 4 key
 // tiles (a piece of one tile overlaps nothing). 0: none.
-AK_SCHEDULE_FN int split_tail(const Problem& p, int sms, int n_tiles) {
-  if (p.causal || n_tiles < 4 || sms < 2) return 0;
+template <int Keys = kKeys>
+AK_SCHEDULE_FN int split_tail(const Problem& p, int sms) {
+  if (p.causal || (p.seq + Keys - 1) / Keys < 4 || sms < 2) return 0;
   const int tail = p.items % sms;
   return tail > 0 && 2 * tail <= sms ? tail : 0;
 }
@@ -110,10 +111,11 @@ struct Work {
   }
 };
 
-// Calls f(item, round) for the items block `block` of a grid of `grid` takes, in order (round
-// counts them): units of p.unit() consecutive items, the block taking units block, + grid, ...;
-// spread, the rounds alternate direction (unit block of even rounds, grid - 1 - block of odd
-// ones), so that a block dealt a heavier item in one round is dealt a lighter one next.
+// Calls f(item, round) for the items (work indices: pieces of split items among them, Work)
+// block `block` of a grid of `grid` takes, in order (round counts them): units of p.unit()
+// consecutive items, the block taking units block, + grid, ...; spread, the rounds alternate
+// direction (unit block of even rounds, grid - 1 - block of odd ones), so that a block dealt a
+// heavier item in one round is dealt a lighter one next.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable  // f is the device's lambda on the GPU, the test's on the host
 #endif

@@ -119,7 +119,7 @@ int launch_tiles(const ak_call* call, Problem p) {
   p.m_tiles = (p.seq + kRows - 1) / kRows;
   p.items = static_cast<int>(items);
   const int sms = ak_gemm::device_attribute(cudaDevAttrMultiProcessorCount);
-  if constexpr (kSplitTail) p.split = split_tail(p, sms, (p.seq + Keys - 1) / Keys);
+  if constexpr (kSplitTail) p.split = split_tail<Keys>(p, sms);
   const int64_t kv_bytes = 2 * call->inputs[1].shape[0] * call->inputs[1].shape[1] * p.seq * D * 2;
   const bool spread =
       kBalance && p.causal && 2 * kv_bytes <= ak_gemm::device_attribute(cudaDevAttrL2CacheSize);
@@ -135,8 +135,8 @@ int launch_tiles(const ak_call* call, Problem p) {
     return ak_cuda::check_launch();
   };
   if (p.split == 0) return run(SplitSlots{nullptr, nullptr, 0});
-  // Each split item: a slot of piece_slot_vectors float4 a thread and a flag per consumer warpgroup.
-  const size_t slot_bytes = size_t{2} * p.split * piece_slot_vectors<D>() * 128 * sizeof(float4);
+  // Each split item: a slot of kPieceSlotVectors float4 a thread and a flag per consumer warpgroup.
+  const size_t slot_bytes = size_t{2} * p.split * kPieceSlotVectors<D> * 128 * sizeof(float4);
   const size_t flag_bytes = size_t{2} * p.split * sizeof(unsigned long long);
   return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
     return run(SplitSlots{static_cast<float*>(ws),

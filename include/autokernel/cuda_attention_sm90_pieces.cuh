@@ -15,7 +15,7 @@
 namespace ak_attention_sm90 {
 
 // The split items' workspace (Problem::split > 0): per split item and consumer warpgroup a slot of
-// piece_slot_vectors<D>() float4 a thread, and a flag.
+// kPieceSlotVectors<D> float4 a thread, and a flag.
 struct SplitSlots {
   float* slots;
   unsigned long long* flags;
@@ -24,13 +24,11 @@ struct SplitSlots {
 
 // O's D / 2 floats a thread, then both rows' maximum and sum.
 template <int D>
-__host__ __device__ constexpr int piece_slot_vectors() {
-  return D / 8 + 1;
-}
+constexpr int kPieceSlotVectors = D / 8 + 1;
 
 template <int D>
 __device__ __forceinline__ float4* piece_slot(const SplitSlots& split, int pair, int c) {
-  return reinterpret_cast<float4*>(split.slots) + (2 * pair + c) * piece_slot_vectors<D>() * 128 +
+  return reinterpret_cast<float4*>(split.slots) + (2 * pair + c) * kPieceSlotVectors<D> * 128 +
          threadIdx.x % 128;
 }
 
@@ -44,21 +42,15 @@ __device__ __forceinline__ void publish_piece(const SplitSlots& split, int pair,
     __stcg(slot + i * 128, make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]));
   __stcg(slot + (D / 8) * 128, make_float4(rows[0].max, rows[0].sum, rows[1].max, rows[1].sum));
   asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");  // (1 and 2 are the ping-pong turns)
-  if (threadIdx.x % 128 == 0) {
-    __threadfence();
-    ak_gemm::stream_k::store_release(split.flags + 2 * pair + c, split.token);
-  }
+  if (threadIdx.x % 128 == 0) ak_gemm::stream_k::raise_flag(split.flags + 2 * pair + c, split.token);
 }
 
 // The owner's warpgroup c: the helper's part added into o and rows.
 template <int D>
 __device__ __forceinline__ void add_helper(const SplitSlots& split, int pair, int c, float (&o)[D / 2],
                                            ak_cuda::RowState (&rows)[2]) {
-  if (threadIdx.x % 128 == 0) {
-    unsigned long long* flag = split.flags + 2 * pair + c;
-    while (ak_gemm::stream_k::load_acquire(flag) != split.token) __nanosleep(64);
-    *flag = 0;
-  }
+  if (threadIdx.x % 128 == 0)
+    ak_gemm::stream_k::await_and_lower_flag(split.flags + 2 * pair + c, split.token);
   asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");
   const float4* slot = piece_slot<D>(split, pair, c);
   const float4 states = __ldcg(slot + (D / 8) * 128);

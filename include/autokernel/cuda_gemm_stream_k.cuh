@@ -53,6 +53,19 @@ __device__ __forceinline__ unsigned long long load_acquire(const unsigned long l
   return v;
 }
 
+// A helper's flag raised with the launch's token, once its sums are stored (by the caller's
+// threads, before a barrier that the calling thread has passed).
+__device__ __forceinline__ void raise_flag(unsigned long long* flag, unsigned long long token) {
+  __threadfence();
+  store_release(flag, token);
+}
+
+// Waits until `flag` holds the launch's token, then lowers it for the next launch.
+__device__ __forceinline__ void await_and_lower_flag(unsigned long long* flag, unsigned long long token) {
+  while (load_acquire(flag) != token) __nanosleep(64);
+  *flag = 0;
+}
+
 // One warpgroup's N accumulators a thread (N a multiple of 4) into this block's slot, thread t's
 // i-th group of four at float4 index i * 128 + t (the stores of a warp are contiguous); then,
 // after the warpgroup's barrier (named barrier `barrier`), its first thread raises the flag.
@@ -65,10 +78,7 @@ __device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N],
   for (int i = 0; i < N / 4; ++i)
     __stcg(slot + i * 128 + t, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
-  if (t == 0) {
-    __threadfence();
-    store_release(plan.flags + blockIdx.x, plan.token);
-  }
+  if (t == 0) raise_flag(plan.flags + blockIdx.x, plan.token);
 }
 
 // The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks before it
@@ -79,10 +89,7 @@ __device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&
   const int t = static_cast<int>(threadIdx.x % 128);
   const int first = plan.first_block_of(tile), last = static_cast<int>(blockIdx.x) - 1;
   if (t == 0)
-    for (int b = first; b <= last; ++b) {
-      while (load_acquire(plan.flags + b) != plan.token) __nanosleep(64);
-      plan.flags[b] = 0;
-    }
+    for (int b = first; b <= last; ++b) await_and_lower_flag(plan.flags + b, plan.token);
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
   for (int b = first; b <= last; ++b) {
     const float4* slot = reinterpret_cast<const float4*>(plan.slots + static_cast<int64_t>(b) * N * 128);

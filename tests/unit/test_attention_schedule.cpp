@@ -151,12 +151,15 @@ TEST(AttentionSchedule, WideKeyTilesCoverTheWholeSequence) {
 // that round, never causal, never of fewer than 4 key tiles.
 TEST(AttentionSchedule, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
   using ak_attention_sm90::split_tail;
-  EXPECT_EQ(split_tail(problem(4, 14, 1024, false), 132, 8), 52);     // 448 items: a last round of 52
-  EXPECT_EQ(split_tail(problem(1, 8, 512, false), 132, 4), 32);       // 32 items: 64 pieces, one round
-  EXPECT_EQ(split_tail(problem(8, 12, 512, false), 132, 4), 0);       // a last round of 120: no room
-  EXPECT_EQ(split_tail(problem(4, 14, 1024, true), 132, 8), 0);       // causal
-  EXPECT_EQ(split_tail(problem(4, 14, 300, false), 132, 3), 0);       // 3 key tiles
-  EXPECT_EQ(split_tail(problem(1, 132, 128 * 4, false), 132, 4), 0);  // 528 items: whole rounds
+  EXPECT_EQ(split_tail(problem(4, 14, 1024, false), 132), 52);     // 448 items: a last round of 52
+  EXPECT_EQ(split_tail(problem(1, 8, 512, false), 132), 32);       // 32 items: 64 pieces, one round
+  EXPECT_EQ(split_tail(problem(8, 12, 512, false), 132), 0);       // a last round of 120: no room
+  EXPECT_EQ(split_tail(problem(4, 14, 1024, true), 132), 0);       // causal
+  EXPECT_EQ(split_tail(problem(4, 14, 300, false), 132), 0);       // 3 key tiles
+  EXPECT_EQ(split_tail(problem(1, 132, 128 * 4, false), 132), 0);  // 528 items: whole rounds
+  // Key tiles of the call's width: 520 keys are 5 tiles of 128 but 3 of 176.
+  EXPECT_EQ(split_tail(problem(1, 8, 520, false), 132), 40);
+  EXPECT_EQ(split_tail<176>(problem(1, 8, 520, false), 132), 0);
 }
 
 // Split items' pieces: with the grid the launch makes, every (query tile, key tile) is walked by
@@ -168,7 +171,7 @@ TEST(AttentionSchedule, SplitPiecesCoverEveryKeyTileOnceHelperBelowOwner) {
         std::tuple{1, 5, 700, 12}, std::tuple{1, 5, 600, 12}}) {  // (600 keys: 5 tiles, 3 and 2)
     Problem p = problem(b, h, s, false);
     const int n_tiles = (s + 127) / 128;
-    p.split = ak_attention_sm90::split_tail(p, sms, n_tiles);
+    p.split = ak_attention_sm90::split_tail(p, sms);
     ASSERT_GT(p.split, 0) << b << "x" << h << "x" << s;
     const int grid = std::min(p.work(), sms);
     std::set<std::tuple<int, int, int, int>> walked;  // (b, h, m0, key tile)
