@@ -47,7 +47,9 @@
 #include <algorithm>
 
 #include "autokernel/cuda_gemm.cuh"
+#include "autokernel/cuda_gemm_stream_k.cuh"
 #include "autokernel/cuda_sm90.cuh"
+#include "autokernel/gemm_split_tail.h"
 
 namespace ak_gemm {
 namespace sm90 {
@@ -90,22 +92,38 @@ struct WgmmaTile {
 
 // The persistent grid's work: tiles_m x tiles_n output tiles, each cut along K into `splits`
 // runs of k_chunk k-tiles (the last shorter, none empty). Block b takes items b, b + gridDim.x,
-// ...; the splits of one tile are neighbouring items.
+// ...; the splits of one tile are neighbouring items. With splits == 1 the last `tail` tiles may
+// run as two pieces each instead (gemm_split_tail.h: the last round, halved).
 struct WorkPlan {
   int tiles_m, tiles_n, k_tiles;
   int splits = 1, k_chunk = k_tiles;
-  __host__ __device__ int items() const { return tiles_m * tiles_n * splits; }
+  int tail = 0;
+  __host__ __device__ int items() const { return tiles_m * tiles_n * splits + tail; }
 };
 
 struct WorkItem {
   TileCoord tile;
   int split, kt_begin, kt_end;
+  split_tail::Piece piece = split_tail::kWhole;
+  int pair = 0;  // a piece's split tile (its workspace slots)
 };
 
 __device__ __forceinline__ WorkItem work_item(const WorkPlan& w, int item) {
+  if (w.tail > 0) {
+    const split_tail::Item s = split_tail::item_of(w.tiles_m * w.tiles_n, w.tail, w.k_tiles, item);
+    return {tile_of(s.tile, w.tiles_m, w.tiles_n), 0, s.kt_begin, s.kt_end, s.piece, s.pair};
+  }
   const int split = item % w.splits, begin = split * w.k_chunk;
   return {tile_of(item / w.splits, w.tiles_m, w.tiles_n), split, begin, min(begin + w.k_chunk, w.k_tiles)};
 }
+
+// A split tail's workspace: per split tile and consumer warpgroup a slot of BN / 2 floats a
+// thread (stream_k::publish_slot's layout) and a flag; token, the launch's (stream_k::next_token).
+struct TailSlots {
+  float* slots = nullptr;
+  unsigned long long* flags = nullptr;
+  unsigned long long token = 0;
+};
 
 struct WgmmaGrid {
   WorkPlan plan;
@@ -115,6 +133,7 @@ struct WgmmaGrid {
   float* partials;
   int64_t slice, ldw;
   int m, n;
+  TailSlots tail{};  // plan.tail > 0 (one B matrix, no clusters)
 };
 
 // The producer's walk over a ring of Stages stages of stage_bytes each at smem (barriers at
@@ -324,6 +343,19 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) fence_register(acc[nb][i]);
 
+    if constexpr (NB == 1 && Cluster == 1) {
+      // A split tile's helper leaves its sums to the owner, which adds them before its epilogue.
+      const int64_t slot = 2 * static_cast<int64_t>(w.pair) + consumer;
+      if (w.piece == split_tail::kHelper) {
+        stream_k::publish_slot<BN / 2>(g.tail.slots, g.tail.flags, slot, g.tail.token, acc[0], 1 + consumer);
+        return;
+      }
+      if (w.piece == split_tail::kOwner) {
+        if (threadIdx.x % 128 == 0) stream_k::await_and_lower_flag(g.tail.flags + slot, g.tail.token);
+        warpgroup_sync(consumer);
+        stream_k::add_slot<BN / 2>(g.tail.slots, slot, acc[0]);
+      }
+    }
     if constexpr (NB == 1) {
       if (g.plan.splits > 1) {
         const StoreC<float> part{g.partials + w.split * g.slice, g.ldw, g.m, g.n, true};

@@ -42,6 +42,25 @@ int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream
   return run(g);
 }
 
+// run(g) with the last round's tiles cut in two along K where gemm_split_tail.h's tiles_to_split
+// says (whole tiles only: none where split-K cut them), the pieces' sums meeting in a workspace of
+// a slot per split tile and consumer warpgroup (BN / 2 floats a thread) and a flag each.
+template <int BN, class Run>
+int run_split_tail(WgmmaGrid g, int sms, cudaStream_t stream, Run&& run) {
+  const int64_t tiles = static_cast<int64_t>(g.plan.tiles_m) * g.plan.tiles_n;
+  const int64_t split = g.plan.splits == 1 ? split_tail::tiles_to_split(tiles, g.plan.k_tiles, sms) : 0;
+  if (split == 0) return run(g);
+  g.plan.tail = static_cast<int>(split);
+  const size_t slot_bytes = static_cast<size_t>(2 * split) * (BN / 2) * 128 * sizeof(float);
+  const size_t flag_bytes = static_cast<size_t>(2 * split) * sizeof(unsigned long long);
+  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
+    g.tail = {static_cast<float*>(ws),
+              reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes),
+              stream_k::next_token()};
+    return run(g);
+  });
+}
+
 // AK_ERR_UNSUPPORTED when the tensor maps cannot be made (the caller then takes another path).
 // Staged: store C through shared memory and TMA (epi.target() names C; Epi::combine gives each
 // value) where the staging tiles fit and C's base and row stride suit TMA; else from registers.
@@ -49,10 +68,13 @@ int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream
 // block; 0 cuts K into splits where the tiles leave more than half the SMs idle (choose_splits,
 // whole waves, at least kMinSplitKTiles each); n > 1 takes n, fewer when K is short or the
 // workspace would pass kMaxWorkspaceBytes.
+// split_tail (one B matrix storing through StoreC, no clusters): the last round's tiles in two
+// pieces along K where run_split_tail says.
 // Cluster = 2: clusters of two blocks along N sharing each A tile by TMA multicast, as many at
 // once as the device runs (AK_ERR_UNSUPPORTED where none fits); no split-K.
 template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, int Cluster = 1, class Epi>
-int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1) {
+int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1,
+                      bool split_tail = false) {
   static_assert(Cluster == 1 || Cluster == 2, "clusters of one or two blocks");
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   CUtensorMap maps[5];  // A, the B matrices, C and C's last narrow slab (W::kTailCols)
@@ -90,30 +112,36 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
                                                           epi);
       return ak_cuda::check_launch();
     };
-    if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>)
-      return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run);
+    if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>) {
+      const auto run_tail = [&](const WgmmaGrid& grid) {
+        return split_tail ? run_split_tail<BN>(grid, sms, stream, run) : run(grid);
+      };
+      return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run_tail);
+    }
     return run(g);
   }
 }
 
-// pick_tile_width (tile_width_plan.h) on this device's SMs.
+// pick_tile_width (tile_width_plan.h) on this device's SMs; split_k_tiles > 0: K's k-tiles where
+// the launch may split the last round (its waves counted so).
 static_assert(kTileRows == kBM, "tile_width_plan.h counts the wgmma tiles' rows");
-inline int auto_tile_width(int m, int n) {
-  return pick_tile_width(m, n, device_attribute(cudaDevAttrMultiProcessorCount));
+inline int auto_tile_width(int m, int n, int split_k_tiles = 0) {
+  return pick_tile_width(m, n, device_attribute(cudaDevAttrMultiProcessorCount), split_k_tiles);
 }
 
 // One B matrix at auto_tile_width's width: 64 or 112 with 5 stages, 192 with 4, 224 or 256 with 3, each
-// with room for the TMA store's staging tiles beside its stages; split_k and Cluster as
-// launch_wgmma_gemm's.
+// with room for the TMA store's staging tiles beside its stages; split_k, split_tail and Cluster
+// as launch_wgmma_gemm's (the width counting split tails where they are on).
 template <typename T, BLayout L, bool Staged, int Cluster = 1, class Epi>
 int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
-                                 int split_k = 1) {
-  switch (auto_tile_width(p.m, p.n)) {
-    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k);
-    case 112: return launch_wgmma_gemm<T, L, 1, 112, 5, Staged, Cluster>(p, epi, stream, split_k);
-    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k);
-    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k);
-    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k);
+                                 int split_k = 1, bool split_tail = false) {
+  const int split_k_tiles = split_tail && Cluster == 1 ? (p.k + kBK - 1) / kBK : 0;
+  switch (auto_tile_width(p.m, p.n, split_k_tiles)) {
+    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k, split_tail);
+    case 112: return launch_wgmma_gemm<T, L, 1, 112, 5, Staged, Cluster>(p, epi, stream, split_k, split_tail);
+    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k, split_tail);
+    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k, split_tail);
+    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k, split_tail);
   }
 }
 

@@ -32,6 +32,9 @@
 //   Plan, plan_stream_k, for_each_piece   the runs and their pieces (stream_k_plan.h)
 //   publish            a helper's sums to its slot, then its flag
 //   add_helpers        the owner: waits for its helpers' flags and adds their sums, block order
+//   publish_slot, add_slot, raise_flag, await_and_lower_flag
+//                      the same steps by slot, for other kernels' pieces (the matmul's and the
+//                      attention's split tails)
 //   next_token         a launch's token, distinct from every other of the process
 //   with_workspace     slots and flags from the stream-ordered pool around a launch
 // C++17, header-only.
@@ -66,19 +69,43 @@ __device__ __forceinline__ void await_and_lower_flag(unsigned long long* flag, u
   *flag = 0;
 }
 
-// One warpgroup's N accumulators a thread (N a multiple of 4) into this block's slot, thread t's
-// i-th group of four at float4 index i * 128 + t (the stores of a warp are contiguous); then,
-// after the warpgroup's barrier (named barrier `barrier`), its first thread raises the flag.
+// One warpgroup's N accumulators a thread (N a multiple of 4) into slot `slot` of `slots` (N * 128
+// floats each), thread t's i-th group of four at float4 index i * 128 + t (the stores of a warp
+// are contiguous); then, after the warpgroup's barrier (named barrier `barrier`), its first thread
+// raises flags[slot] with `token`. Stream-K's helpers and the matmul's split tails
+// (gemm_split_tail.h) publish through this.
 template <int N>
-__device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N], int barrier) {
+__device__ __forceinline__ void publish_slot(float* slots, unsigned long long* flags, int64_t slot,
+                                             unsigned long long token, const float (&acc)[N], int barrier) {
   static_assert(N % 4 == 0, "groups of four accumulators");
   const int t = static_cast<int>(threadIdx.x % 128);
-  float4* slot = reinterpret_cast<float4*>(plan.slots + static_cast<int64_t>(blockIdx.x) * N * 128);
+  float4* dst = reinterpret_cast<float4*>(slots + slot * N * 128);
 #pragma unroll
   for (int i = 0; i < N / 4; ++i)
-    __stcg(slot + i * 128 + t, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    __stcg(dst + i * 128 + t, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
-  if (t == 0) raise_flag(plan.flags + blockIdx.x, plan.token);
+  if (t == 0) raise_flag(flags + slot, token);
+}
+
+// The sums publish_slot left in slot `slot` added into acc (the caller has seen its flag raised).
+template <int N>
+__device__ __forceinline__ void add_slot(const float* slots, int64_t slot, float (&acc)[N]) {
+  const int t = static_cast<int>(threadIdx.x % 128);
+  const float4* src = reinterpret_cast<const float4*>(slots + slot * N * 128);
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) {
+    const float4 v = __ldcg(src + i * 128 + t);
+    acc[4 * i] += v.x;
+    acc[4 * i + 1] += v.y;
+    acc[4 * i + 2] += v.z;
+    acc[4 * i + 3] += v.w;
+  }
+}
+
+// This block's helper piece: its sums into its own slot.
+template <int N>
+__device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N], int barrier) {
+  publish_slot<N>(plan.slots, plan.flags, blockIdx.x, plan.token, acc, barrier);
 }
 
 // The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks before it
@@ -91,17 +118,7 @@ __device__ __forceinline__ void add_helpers(const Plan& plan, int tile, float (&
   if (t == 0)
     for (int b = first; b <= last; ++b) await_and_lower_flag(plan.flags + b, plan.token);
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
-  for (int b = first; b <= last; ++b) {
-    const float4* slot = reinterpret_cast<const float4*>(plan.slots + static_cast<int64_t>(b) * N * 128);
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) {
-      const float4 v = __ldcg(slot + i * 128 + t);
-      acc[4 * i] += v.x;
-      acc[4 * i + 1] += v.y;
-      acc[4 * i + 2] += v.z;
-      acc[4 * i + 3] += v.w;
-    }
-  }
+  for (int b = first; b <= last; ++b) add_slot<N>(plan.slots, b, acc);
 }
 
 // A token no other launch of this process had, never 0.

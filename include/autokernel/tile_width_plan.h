@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "autokernel/gemm_split_tail.h"
+
 namespace ak_gemm::sm90 {
 
 // Rows of every wgmma tile (cuda_gemm_sm90.cuh's kBM).
@@ -31,16 +33,23 @@ constexpr int kTileOverheadColumns = 26;
 // 4096: 133.1 against 224's 127.3; 4096 x 4864 x 896: 63.4 against 256's 58.0; H100,
 // forty-second session). Not where the width's tiles fill under half the SMs (2048 x 768, decode
 // rows): there the launch splits K over the idle SMs, and 112 against those splits is untimed.
-inline int pick_tile_width(int64_t m, int64_t n, int64_t sms) {
+// split_k_tiles > 0 (SPLIT_TAIL = 1, K in that many k-tiles): waves whose last round the launch
+// cuts in two along K (gemm_split_tail.h) count that round as half, in every comparison above
+// (4096 x 2560 x 4096: 256 wide, two rounds and a halved third, against 224's three). 0: whole
+// waves, the rule as timed.
+inline int pick_tile_width(int64_t m, int64_t n, int64_t sms, int64_t split_k_tiles = 0) {
   if (sms < 1) sms = 1;
   const auto tiles = [&](int64_t width) {
     return ((m + kTileRows - 1) / kTileRows) * ((n + width - 1) / width);
   };
-  const auto waves = [&](int64_t width) { return (tiles(width) + sms - 1) / sms; };
-  const auto cost = [&](int64_t width) { return waves(width) * (width + kTileOverheadColumns); };
+  // Waves in halves: with split_k_tiles 0, twice the whole waves, so the comparisons are as timed.
+  const auto halves = [&](int64_t width) {
+    return split_tail::half_rounds(tiles(width), split_k_tiles, sms, split_k_tiles > 0);
+  };
+  const auto cost = [&](int64_t width) { return halves(width) * (width + kTileOverheadColumns); };
   const auto saves_3_percent = [](int64_t ours, int64_t theirs) { return 100 * ours < 97 * theirs; };
-  int width = saves_3_percent(waves(192) * 192, waves(256) * 256) ? 192 : 256;
-  if (waves(224) > 1 && saves_3_percent(cost(224), cost(width))) width = 224;
+  int width = saves_3_percent(halves(192) * 192, halves(256) * 256) ? 192 : 256;
+  if (halves(224) > 2 && saves_3_percent(cost(224), cost(width))) width = 224;
   if (2 * tiles(width) < sms) return tiles(64) <= sms ? 64 : width;
   return cost(112) < cost(width) ? 112 : width;
 }

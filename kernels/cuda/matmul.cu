@@ -96,6 +96,14 @@
 //                     one block per tile. Not a @tune: it passed every stage on the H100 and
 //                     was 5-11% slower than one block per tile at every shape timed, 4096 x
 //                     768 x 768 to 4096^3 (docs/benchmarks.md, forty-first session)
+//   SPLIT_TAIL        wgmma only (one block a tile, whole tiles), 1: where the persistent grid's
+//                     last round of tiles fits the grid twice, each of its tiles runs as two pieces
+//                     along K on neighbouring blocks, the lower one's sums added by the upper one
+//                     before it stores the tile (include/autokernel/gemm_split_tail.h), and
+//                     BLOCK_N = 0 counts such a round as half when it picks the width (4096 x 2560
+//                     x 4096: 256 wide, two rounds and a halved third, against 224's three rounds,
+//                     whose best was 0.96x cuBLAS). 0 (the default): whole tiles only, until it has
+//                     been timed on a GPU
 //   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
@@ -203,6 +211,8 @@
 // @require SKINNY != 0 || M <= 64
 // @require SKINNY <= 1 || (b_nk == 1 && M > 16 && M <= 64)
 // @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
+// @tune SPLIT_TAIL: 0, 1
+// @require SPLIT_TAIL == 0 || (WGMMA == 1 && SPLIT_K <= 1 && M > 64)
 // @tune SKINNY_CLUSTER: 0, 1
 // @require SKINNY_CLUSTER == 0 || (b_nk == 1 && M > 16 && M <= 64 && SKINNY != 0 && SPLIT_K == 0)
 // @require SKINNY_CLUSTER == 0 || (BLOCK_M == 128 && BLOCK_N == 0 && TMA_STORE == 1)
@@ -250,6 +260,9 @@
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
+#endif
+#ifndef SPLIT_TAIL
+#define SPLIT_TAIL 0
 #endif
 #ifndef TF32X3
 #define TF32X3 1
@@ -323,9 +336,11 @@ template <typename T, BLayout L>
 int launch_wgmma(const GemmProblem<T, 1>& p, const StoreC<T>& store, cudaStream_t stream) {
   constexpr bool kStaged = TMA_STORE != 0;
   if constexpr (BLOCK_N == 0) {
-    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged, CLUSTER>(p, store, stream, SPLIT_K);
+    return sm90::launch_wgmma_gemm_auto_width<T, L, kStaged, CLUSTER>(p, store, stream, SPLIT_K,
+                                                                      SPLIT_TAIL != 0);
   } else {
-    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged, CLUSTER>(p, store, stream, SPLIT_K);
+    return sm90::launch_wgmma_gemm<T, L, 1, BLOCK_N, STAGES, kStaged, CLUSTER>(p, store, stream, SPLIT_K,
+                                                                               SPLIT_TAIL != 0);
   }
 }
 

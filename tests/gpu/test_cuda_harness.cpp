@@ -136,6 +136,22 @@ TEST_F(CudaHarness, MatmulTilesOf112PassEveryStage) {
   expect_matmul_variants_pass({{tiles, "4096x896x896:b_nk=1", "bf16"}, {tiles, "1000x976x200", "fp16"}});
 }
 
+// Split tails (SPLIT_TAIL = 1, gemm_split_tail.h): on 132 SMs each shape's last round of tiles
+// fits the grid twice and runs as helper and owner pieces along K. Every stage passes (the
+// determinism stage among them: the owner adds in one order) at the width the split-aware defaults
+// pick (256 at 4096 x 2560 and 4096 x 2448: 320 tiles, a last round of 56), with B in both
+// layouts, an odd k-tile count (9: pieces of 5 and 4), M, N and K off the tiles, a last round
+// of 4 (1000 x 4200 at 256) and the direct epilogue (TMA_STORE 0).
+TEST_F(CudaHarness, MatmulSplitTailsPassEveryStage) {
+  const std::string tail = "#define SPLIT_TAIL 1\n";
+  expect_matmul_variants_pass({{tail, "4096x2560x512:b_nk=1", "bf16"},
+                               {tail, "4096x2448x512", "fp16"},
+                               {tail + "#define BLOCK_N 128\n#define STAGES 4", "2048x2304x520", "fp16"},
+                               {tail + "#define BLOCK_N 256\n#define STAGES 3", "1000x4200x600:b_nk=1", "fp16"},
+                               {tail + "#define BLOCK_N 192\n#define STAGES 4\n#define TMA_STORE 0",
+                                "2048x2304x512:b_nk=1", "bf16"}});
+}
+
 // Decode shapes (M of 1 to 64 against a model's weights) on the wgmma tiles (SKINNY = 0; the
 // defaults take M <= 16 to the skinny variant): the output's tiles fill under half the
 // SMs, so the defaults cut K into splits (64 tiles of 64 columns, two splits each, on 132 SMs)
