@@ -26,6 +26,10 @@
 //           M = 1..128 against N of a few thousand): each tile's K cut into contiguous runs of
 //           at least 4 k-tiles, one per block, into a float workspace, then added in split order
 //           and rounded once (include/autokernel/cuda_gemm_splits.cuh).
+//   wgmma, split tails
+//           the same where a last round of tiles fits the grid twice (SPLIT_TAIL = 1): each of
+//           its tiles as two pieces along K on neighbouring blocks, the lower one's fp32 sums
+//           added by the upper one before its epilogue (include/autokernel/gemm_split_tail.h).
 //   wgmma, TMA store
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
