@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "autokernel/split_tail_plan.h"
+
 #ifdef __CUDACC__
 #define AK_SCHEDULE_FN __host__ __device__ __forceinline__
 #else
@@ -50,9 +52,9 @@ struct Problem {
 // tiles (a piece of one tile overlaps nothing). 0: none.
 template <int Keys = kKeys>
 AK_SCHEDULE_FN int split_tail(const Problem& p, int sms) {
-  if (p.causal || (p.seq + Keys - 1) / Keys < 4 || sms < 2) return 0;
-  const int tail = p.items % sms;
-  return tail > 0 && 2 * tail <= sms ? tail : 0;
+  if (p.causal) return 0;
+  return static_cast<int>(
+      ak_gemm::split_tail::tiles_to_split(p.items, (p.seq + Keys - 1) / Keys, sms, 2, true));
 }
 
 // Work item i: query tile m0 of head h of batch b. Within a head a causal item's cost is its
@@ -75,18 +77,21 @@ AK_SCHEDULE_FN int split_tail(const Problem& p, int sms) {
 // for a block the GPU started before it.
 template <bool Spread, int Keys = kKeys>
 struct Work {
-  enum Piece { kWhole, kHelper, kOwner };
+  using Piece = ak_gemm::split_tail::Piece;
+  static constexpr Piece kWhole = ak_gemm::split_tail::kWhole, kHelper = ak_gemm::split_tail::kHelper,
+                         kOwner = ak_gemm::split_tail::kOwner;
   int m0, h, b, n_tiles;
   int key0 = 0;  // the first key tile walked
   Piece piece = kWhole;
   int pair = 0;  // a piece's split item, counted from the first split one
   AK_SCHEDULE_FN Work(const Problem& p, int index) {
     int item = index;
+    ak_gemm::split_tail::Item piece_of{};  // (split items are non-causal: every one has all the key tiles)
     if (!Spread && index >= p.items - p.split) {
-      const int j = index - (p.items - p.split);
-      item = p.items - p.split + j / 2;
-      piece = j % 2 ? kOwner : kHelper;
-      pair = j / 2;
+      piece_of = ak_gemm::split_tail::item_of(p.items, p.split, (p.seq + Keys - 1) / Keys, index);
+      item = piece_of.tile;
+      piece = piece_of.piece;
+      pair = piece_of.pair;
     }
     int hb, q;
     if constexpr (Spread) {
@@ -104,9 +109,8 @@ struct Work {
     const int end = p.causal ? lesser(p.seq, m0 + kRows) : p.seq;
     n_tiles = (end + Keys - 1) / Keys;
     if (piece != kWhole) {
-      const int helper_tiles = n_tiles - n_tiles / 2;
-      key0 = piece == kOwner ? helper_tiles : 0;
-      n_tiles = piece == kOwner ? n_tiles / 2 : helper_tiles;
+      key0 = piece_of.kt_begin;
+      n_tiles = piece_of.kt_end - piece_of.kt_begin;
     }
   }
 };

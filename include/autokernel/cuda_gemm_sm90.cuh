@@ -49,7 +49,7 @@
 #include "autokernel/cuda_gemm.cuh"
 #include "autokernel/cuda_gemm_stream_k.cuh"
 #include "autokernel/cuda_sm90.cuh"
-#include "autokernel/gemm_split_tail.h"
+#include "autokernel/split_tail_plan.h"
 
 namespace ak_gemm {
 namespace sm90 {
@@ -93,7 +93,7 @@ struct WgmmaTile {
 // The persistent grid's work: tiles_m x tiles_n output tiles, each cut along K into `splits`
 // runs of k_chunk k-tiles (the last shorter, none empty). Block b takes items b, b + gridDim.x,
 // ...; the splits of one tile are neighbouring items. With splits == 1 the last `tail` tiles may
-// run as two pieces each instead (gemm_split_tail.h: the last round, halved).
+// run as two pieces each instead (split_tail_plan.h: the last round, halved).
 struct WorkPlan {
   int tiles_m, tiles_n, k_tiles;
   int splits = 1, k_chunk = k_tiles;

@@ -42,7 +42,7 @@ int run_split_k(WgmmaGrid g, int sms, int split_k, T* c, int64_t ldc, cudaStream
   return run(g);
 }
 
-// run(g) with the last round's tiles cut in two along K where gemm_split_tail.h's tiles_to_split
+// run(g) with the last round's tiles cut in two along K where split_tail_plan.h's tiles_to_split
 // says (whole tiles only: none where split-K cut them), the pieces' sums meeting in a workspace of
 // a slot per split tile and consumer warpgroup (BN / 2 floats a thread) and a flag each.
 template <int BN, class Run>

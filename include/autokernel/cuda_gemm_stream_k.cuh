@@ -73,7 +73,7 @@ __device__ __forceinline__ void await_and_lower_flag(unsigned long long* flag, u
 // floats each), thread t's i-th group of four at float4 index i * 128 + t (the stores of a warp
 // are contiguous); then, after the warpgroup's barrier (named barrier `barrier`), its first thread
 // raises flags[slot] with `token`. Stream-K's helpers and the matmul's split tails
-// (gemm_split_tail.h) publish through this.
+// (split_tail_plan.h) publish through this.
 template <int N>
 __device__ __forceinline__ void publish_slot(float* slots, unsigned long long* flags, int64_t slot,
                                              unsigned long long token, const float (&acc)[N], int barrier) {

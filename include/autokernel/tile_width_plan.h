@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "autokernel/gemm_split_tail.h"
+#include "autokernel/split_tail_plan.h"
 
 namespace ak_gemm::sm90 {
 
@@ -34,7 +34,7 @@ constexpr int kTileOverheadColumns = 26;
 // forty-second session). Not where the width's tiles fill under half the SMs (2048 x 768, decode
 // rows): there the launch splits K over the idle SMs, and 112 against those splits is untimed.
 // split_k_tiles > 0 (SPLIT_TAIL = 1, K in that many k-tiles): waves whose last round the launch
-// cuts in two along K (gemm_split_tail.h) count that round as half, in every comparison above
+// cuts in two along K (split_tail_plan.h) count that round as half, in every comparison above
 // (4096 x 2560 x 4096: 256 wide, two rounds and a halved third, against 224's three). 0: whole
 // waves, the rule as timed.
 inline int pick_tile_width(int64_t m, int64_t n, int64_t sms, int64_t split_k_tiles = 0) {

@@ -29,7 +29,7 @@
 //   wgmma, split tails
 //           the same where a last round of tiles fits the grid twice (SPLIT_TAIL = 1): each of
 //           its tiles as two pieces along K on neighbouring blocks, the lower one's fp32 sums
-//           added by the upper one before its epilogue (include/autokernel/gemm_split_tail.h).
+//           added by the upper one before its epilogue (include/autokernel/split_tail_plan.h).
 //   wgmma, TMA store
 //           the same, C written through a shared-memory staging tile per consumer warpgroup
 //           and stored by TMA while the consumers start their next tile (TMA_STORE = 1; C's
@@ -103,7 +103,7 @@
 //   SPLIT_TAIL        wgmma only (one block a tile, whole tiles), 1: where the persistent grid's
 //                     last round of tiles fits the grid twice, each of its tiles runs as two pieces
 //                     along K on neighbouring blocks, the lower one's sums added by the upper one
-//                     before it stores the tile (include/autokernel/gemm_split_tail.h), and
+//                     before it stores the tile (include/autokernel/split_tail_plan.h), and
 //                     BLOCK_N = 0 counts such a round as half when it picks the width (4096 x 2560
 //                     x 4096: 256 wide, two rounds and a halved third, against 224's three rounds,
 //                     whose best was 0.96x cuBLAS). 0 (the default): whole tiles only, until it has

@@ -82,7 +82,7 @@ TEST_F(CudaHarness, MatmulTilesOf112PassEveryStage) {
   expect_matmul_variants_pass({{tiles, "4096x896x896:b_nk=1", "bf16"}, {tiles, "1000x976x200", "fp16"}});
 }
 
-// Split tails (SPLIT_TAIL = 1, gemm_split_tail.h): on 132 SMs each shape's last round of tiles
+// Split tails (SPLIT_TAIL = 1, split_tail_plan.h): on 132 SMs each shape's last round of tiles
 // fits the grid twice and runs as helper and owner pieces along K. Every stage passes (the
 // determinism stage among them: the owner adds in one order) at the width the split-aware defaults
 // pick (256 at 4096 x 2560 and 4096 x 2448: 320 tiles, a last round of 56), with B in both

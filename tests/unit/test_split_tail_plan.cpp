@@ -1,4 +1,4 @@
-// The wgmma matmul's split tails (include/autokernel/gemm_split_tail.h) and the tile widths that
+// The split tails (include/autokernel/split_tail_plan.h) of the wgmma matmul and the tile widths that
 // count them (tile_width_plan.h), on 132 SMs (H100, H200): which rounds are split, that the
 // pieces cover each (tile, k-tile) once with each helper on the block just below its owner, and
 // the widths picked with and without them.
@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-#include "autokernel/gemm_split_tail.h"
+#include "autokernel/split_tail_plan.h"
 #include "autokernel/tile_width_plan.h"
 
 namespace ak_gemm::split_tail {
@@ -20,7 +20,7 @@ constexpr int kSms = 132;
 // 4096 x 2560 in 256-wide tiles: 320 tiles, a last round of 56. Not split: a last round over
 // half the grid (4096^3 at 256: 512 tiles, 116), a grid of one partial round (split-K's), whole
 // rounds, or pieces under kMinPieceKTiles.
-TEST(GemmSplitTail, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
+TEST(SplitTailPlan, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
   EXPECT_EQ(tiles_to_split(320, 64, kSms), 56);
   EXPECT_EQ(tiles_to_split(136, 9, kSms), 4);
   EXPECT_EQ(tiles_to_split(132 + 66, 8, kSms), 66);
@@ -30,9 +30,13 @@ TEST(GemmSplitTail, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
   EXPECT_EQ(tiles_to_split(264, 64, kSms), 0);
   EXPECT_EQ(tiles_to_split(320, 7, kSms), 0);
   EXPECT_EQ(tiles_to_split(320, 64, 1), 0);
+  // The attention's rule: pieces of 2 key tiles, and a single partial round split too.
+  EXPECT_EQ(tiles_to_split(64, 4, kSms, 2, true), 64);
+  EXPECT_EQ(tiles_to_split(64, 3, kSms, 2, true), 0);
+  EXPECT_EQ(tiles_to_split(132, 8, kSms, 2, true), 0);
 }
 
-TEST(GemmSplitTail, CountsASplitLastRoundAsHalf) {
+TEST(SplitTailPlan, CountsASplitLastRoundAsHalf) {
   EXPECT_EQ(half_rounds(320, 64, kSms, true), 5);
   EXPECT_EQ(half_rounds(320, 64, kSms, false), 6);
   EXPECT_EQ(half_rounds(320, 4, kSms, true), 6);  // K too short to split
@@ -44,7 +48,7 @@ TEST(GemmSplitTail, CountsASplitLastRoundAsHalf) {
 // Every work index of a grid of kSms blocks (block = index % kSms): each (tile, k-tile) once; the
 // pieces all in the last round, a helper (the larger half for odd counts) on the block just below
 // its owner, both with the same pair.
-TEST(GemmSplitTail, PiecesCoverEveryKTileOnceHelperBelowOwner) {
+TEST(SplitTailPlan, PiecesCoverEveryKTileOnceHelperBelowOwner) {
   for (const auto& [tiles, k_tiles] : {std::pair{320, 64}, std::pair{136, 9}, std::pair{198, 8}}) {
     const int split = static_cast<int>(tiles_to_split(tiles, k_tiles, kSms));
     ASSERT_GT(split, 0) << tiles;
@@ -80,7 +84,7 @@ TEST(GemmSplitTail, PiecesCoverEveryKTileOnceHelperBelowOwner) {
 // With split tails counted, 4096 x 2560 takes 256 (two rounds and a halved third of 320 tiles)
 // over 224's three rounds; where no width's last round splits, or K is too short to split, the
 // picks are those timed without them.
-TEST(GemmSplitTail, TileWidthsCountSplitRounds) {
+TEST(SplitTailPlan, TileWidthsCountSplitRounds) {
   using sm90::pick_tile_width;
   EXPECT_EQ(pick_tile_width(4096, 2560, kSms, 64), 256);
   EXPECT_EQ(pick_tile_width(4096, 2560, kSms, 4), pick_tile_width(4096, 2560, kSms));
