@@ -68,13 +68,13 @@ int run_split_tail(WgmmaGrid g, int sms, cudaStream_t stream, Run&& run) {
 // block; 0 cuts K into splits where the tiles leave more than half the SMs idle (choose_splits,
 // whole waves, at least kMinSplitKTiles each); n > 1 takes n, fewer when K is short or the
 // workspace would pass kMaxWorkspaceBytes.
-// split_tail (one B matrix storing through StoreC, no clusters): the last round's tiles in two
+// split_tails (one B matrix storing through StoreC, no clusters): the last round's tiles in two
 // pieces along K where run_split_tail says.
 // Cluster = 2: clusters of two blocks along N sharing each A tile by TMA multicast, as many at
 // once as the device runs (AK_ERR_UNSUPPORTED where none fits); no split-K.
 template <typename T, BLayout L, int NB, int BN, int Stages, bool Staged = false, int Cluster = 1, class Epi>
 int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t stream, int split_k = 1,
-                      bool split_tail = false) {
+                      bool split_tails = false) {
   static_assert(Cluster == 1 || Cluster == 2, "clusters of one or two blocks");
   using W = WgmmaTile<L, NB, BN, Stages, Staged>;
   CUtensorMap maps[5];  // A, the B matrices, C and C's last narrow slab (W::kTailCols)
@@ -114,7 +114,7 @@ int launch_wgmma_gemm(const GemmProblem<T, NB>& p, const Epi& epi, cudaStream_t 
     };
     if constexpr (NB == 1 && std::is_same_v<Epi, StoreC<T>>) {
       const auto run_tail = [&](const WgmmaGrid& grid) {
-        return split_tail ? run_split_tail<BN>(grid, sms, stream, run) : run(grid);
+        return split_tails ? run_split_tail<BN>(grid, sms, stream, run) : run(grid);
       };
       return run_split_k(g, sms, split_k, epi.c, epi.ldc, stream, run_tail);
     }
@@ -130,18 +130,21 @@ inline int auto_tile_width(int m, int n, int split_k_tiles = 0) {
 }
 
 // One B matrix at auto_tile_width's width: 64 or 112 with 5 stages, 192 with 4, 224 or 256 with 3, each
-// with room for the TMA store's staging tiles beside its stages; split_k, split_tail and Cluster
+// with room for the TMA store's staging tiles beside its stages; split_k, split_tails and Cluster
 // as launch_wgmma_gemm's (the width counting split tails where they are on).
 template <typename T, BLayout L, bool Staged, int Cluster = 1, class Epi>
 int launch_wgmma_gemm_auto_width(const GemmProblem<T, 1>& p, const Epi& epi, cudaStream_t stream,
-                                 int split_k = 1, bool split_tail = false) {
-  const int split_k_tiles = split_tail && Cluster == 1 ? (p.k + kBK - 1) / kBK : 0;
+                                 int split_k = 1, bool split_tails = false) {
+  const int split_k_tiles = split_tails && Cluster == 1 ? (p.k + kBK - 1) / kBK : 0;
   switch (auto_tile_width(p.m, p.n, split_k_tiles)) {
-    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k, split_tail);
-    case 112: return launch_wgmma_gemm<T, L, 1, 112, 5, Staged, Cluster>(p, epi, stream, split_k, split_tail);
-    case 192: return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k, split_tail);
-    case 224: return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k, split_tail);
-    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k, split_tail);
+    case 64: return launch_wgmma_gemm<T, L, 1, 64, 5, Staged, Cluster>(p, epi, stream, split_k, split_tails);
+    case 112:
+      return launch_wgmma_gemm<T, L, 1, 112, 5, Staged, Cluster>(p, epi, stream, split_k, split_tails);
+    case 192:
+      return launch_wgmma_gemm<T, L, 1, 192, 4, Staged, Cluster>(p, epi, stream, split_k, split_tails);
+    case 224:
+      return launch_wgmma_gemm<T, L, 1, 224, 3, Staged, Cluster>(p, epi, stream, split_k, split_tails);
+    default: return launch_wgmma_gemm<T, L, 1, 256, 3, Staged, Cluster>(p, epi, stream, split_k, split_tails);
   }
 }
 
