@@ -107,7 +107,8 @@
 //                     BLOCK_N = 0 counts such a round as half when it picks the width (4096 x 2560
 //                     x 4096: 256 wide, two rounds and a halved third, against 224's three rounds,
 //                     whose best was 0.96x cuBLAS). 0 (the default): whole tiles only, until it has
-//                     been timed on a GPU
+//                     been timed on a GPU. Searched only where K gives the pieces their 4 k-tiles
+//                     each (K > 448) and M > 64 (the skinny forms take fewer rows)
 //   SPLIT_K           fp32 and the wgmma variant: 0 chooses the number of K splits per call
 //                     (above); n > 0 takes n whatever the shape (fewer when K is too short to
 //                     give each split a tile of K, 16 elements for fp32 and 64 for wgmma, or
@@ -216,7 +217,7 @@
 // @require SKINNY <= 1 || (b_nk == 1 && M > 16 && M <= 64)
 // @require SKINNY <= 1 || (BLOCK_M == 128 && BLOCK_N == 0 && WGMMA == 1 && STAGES == 3 && TMA_STORE == 1)
 // @tune SPLIT_TAIL: 0, 1
-// @require SPLIT_TAIL == 0 || (WGMMA == 1 && SPLIT_K <= 1 && M > 64)
+// @require SPLIT_TAIL == 0 || (WGMMA == 1 && SPLIT_K <= 1 && M > 64 && K > 448)
 // @tune SKINNY_CLUSTER: 0, 1
 // @require SKINNY_CLUSTER == 0 || (b_nk == 1 && M > 16 && M <= 64 && SKINNY != 0 && SPLIT_K == 0)
 // @require SKINNY_CLUSTER == 0 || (BLOCK_M == 128 && BLOCK_N == 0 && TMA_STORE == 1)
