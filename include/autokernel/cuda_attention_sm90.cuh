@@ -134,15 +134,8 @@ int launch_tiles(const ak_call* call, Problem p) {
     kernel<<<blocks, kThreads, L::kSmemBytes, stream>>>(maps[0], maps[1], maps[2], maps[3], p, out, split);
     return ak_cuda::check_launch();
   };
-  if (p.split == 0) return run(SplitSlots{nullptr, nullptr, 0});
-  // Each split item: a slot of kPieceSlotVectors float4 a thread and a flag per consumer warpgroup.
-  const size_t slot_bytes = size_t{2} * p.split * kPieceSlotVectors<D> * 128 * sizeof(float4);
-  const size_t flag_bytes = size_t{2} * p.split * sizeof(unsigned long long);
-  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
-    return run(SplitSlots{static_cast<float*>(ws),
-                          reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes),
-                          ak_gemm::stream_k::next_token()});
-  });
+  if (p.split == 0) return run(SplitSlots{});
+  return ak_gemm::stream_k::with_slots(2 * p.split, int64_t{kPieceSlotFloats<D>} * 128, stream, run);
 }
 
 // Launches the wgmma variant for q, k, v, o of a call (16-bit T, D = 64 or 128, 16-byte aligned

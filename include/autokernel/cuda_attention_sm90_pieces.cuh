@@ -15,44 +15,36 @@
 namespace ak_attention_sm90 {
 
 // The split items' workspace (Problem::split > 0): per split item and consumer warpgroup a slot of
-// kPieceSlotVectors<D> float4 a thread, and a flag.
-struct SplitSlots {
-  float* slots;
-  unsigned long long* flags;
-  unsigned long long token;
-};
+// kPieceSlotFloats<D> floats a thread (stream_k::publish_slot's layout), and a flag.
+using SplitSlots = ak_gemm::stream_k::Slots;
 
 // O's D / 2 floats a thread, then both rows' maximum and sum.
 template <int D>
-constexpr int kPieceSlotVectors = D / 8 + 1;
+constexpr int kPieceSlotFloats = D / 2 + 4;
 
-template <int D>
-__device__ __forceinline__ float4* piece_slot(const SplitSlots& split, int pair, int c) {
-  return reinterpret_cast<float4*>(split.slots) + (2 * pair + c) * kPieceSlotVectors<D> * 128 +
-         threadIdx.x % 128;
-}
-
-// The helper's warpgroup c: its O accumulators (the wgmma layout, rows (i / 2) & 1) and row states.
+// The helper's warpgroup c: its O accumulators (the wgmma layout, rows (i / 2) & 1) and row states,
+// under named barrier 3 + c (1 and 2 are the ping-pong turns).
 template <int D>
 __device__ __forceinline__ void publish_piece(const SplitSlots& split, int pair, int c,
                                               const float (&o)[D / 2], const ak_cuda::RowState (&rows)[2]) {
-  float4* slot = piece_slot<D>(split, pair, c);
+  float piece[kPieceSlotFloats<D>];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-    __stcg(slot + i * 128, make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]));
-  __stcg(slot + (D / 8) * 128, make_float4(rows[0].max, rows[0].sum, rows[1].max, rows[1].sum));
-  asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");  // (1 and 2 are the ping-pong turns)
-  if (threadIdx.x % 128 == 0) ak_gemm::stream_k::raise_flag(split.flags + 2 * pair + c, split.token);
+  for (int i = 0; i < D / 2; ++i) piece[i] = o[i];
+  piece[D / 2] = rows[0].max;
+  piece[D / 2 + 1] = rows[0].sum;
+  piece[D / 2 + 2] = rows[1].max;
+  piece[D / 2 + 3] = rows[1].sum;
+  ak_gemm::stream_k::publish_slot<kPieceSlotFloats<D>>(split, 2 * pair + c, piece, 3 + c);
 }
 
 // The owner's warpgroup c: the helper's part added into o and rows.
 template <int D>
 __device__ __forceinline__ void add_helper(const SplitSlots& split, int pair, int c, float (&o)[D / 2],
                                            ak_cuda::RowState (&rows)[2]) {
-  if (threadIdx.x % 128 == 0)
-    ak_gemm::stream_k::await_and_lower_flag(split.flags + 2 * pair + c, split.token);
-  asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");
-  const float4* slot = piece_slot<D>(split, pair, c);
+  const int64_t index = 2 * pair + c;
+  ak_gemm::stream_k::await_slot(split, index, 3 + c);
+  const float4* slot =
+      reinterpret_cast<const float4*>(split.slots + index * kPieceSlotFloats<D> * 128) + threadIdx.x % 128;
   const float4 states = __ldcg(slot + (D / 8) * 128);
   const float their_max[2] = {states.x, states.z}, their_sum[2] = {states.y, states.w};
   float ours[2], theirs[2];

@@ -117,14 +117,6 @@ __device__ __forceinline__ WorkItem work_item(const WorkPlan& w, int item) {
   return {tile_of(item / w.splits, w.tiles_m, w.tiles_n), split, begin, min(begin + w.k_chunk, w.k_tiles)};
 }
 
-// A split tail's workspace: per split tile and consumer warpgroup a slot of BN / 2 floats a
-// thread (stream_k::publish_slot's layout) and a flag; token, the launch's (stream_k::next_token).
-struct TailSlots {
-  float* slots = nullptr;
-  unsigned long long* flags = nullptr;
-  unsigned long long token = 0;
-};
-
 struct WgmmaGrid {
   WorkPlan plan;
   int staged;  // 1: the epilogue stores through the staging tiles and map_c
@@ -133,7 +125,9 @@ struct WgmmaGrid {
   float* partials;
   int64_t slice, ldw;
   int m, n;
-  TailSlots tail{};  // plan.tail > 0 (one B matrix, no clusters)
+  // plan.tail > 0 (one B matrix, no clusters): per split tile and consumer warpgroup a slot of
+  // BN / 2 floats a thread and a flag
+  stream_k::Slots tail{};
 };
 
 // The producer's walk over a ring of Stages stages of stage_bytes each at smem (barriers at
@@ -347,12 +341,11 @@ __device__ __forceinline__ void consume(uint32_t smem, uint32_t bars, WgmmaGrid 
       // A split tile's helper leaves its sums to the owner, which adds them before its epilogue.
       const int64_t slot = 2 * static_cast<int64_t>(w.pair) + consumer;
       if (w.piece == split_tail::kHelper) {
-        stream_k::publish_slot<BN / 2>(g.tail.slots, g.tail.flags, slot, g.tail.token, acc[0], 1 + consumer);
+        stream_k::publish_slot<BN / 2>(g.tail, slot, acc[0], 1 + consumer);
         return;
       }
       if (w.piece == split_tail::kOwner) {
-        if (threadIdx.x % 128 == 0) stream_k::await_and_lower_flag(g.tail.flags + slot, g.tail.token);
-        warpgroup_sync(consumer);
+        stream_k::await_slot(g.tail, slot, 1 + consumer);
         stream_k::add_slot<BN / 2>(g.tail.slots, slot, acc[0]);
       }
     }

@@ -51,12 +51,8 @@ int run_split_tail(WgmmaGrid g, int sms, cudaStream_t stream, Run&& run) {
   const int64_t split = g.plan.splits == 1 ? split_tail::tiles_to_split(tiles, g.plan.k_tiles, sms) : 0;
   if (split == 0) return run(g);
   g.plan.tail = static_cast<int>(split);
-  const size_t slot_bytes = static_cast<size_t>(2 * split) * (BN / 2) * 128 * sizeof(float);
-  const size_t flag_bytes = static_cast<size_t>(2 * split) * sizeof(unsigned long long);
-  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
-    g.tail = {static_cast<float*>(ws),
-              reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes),
-              stream_k::next_token()};
+  return stream_k::with_slots(2 * split, int64_t{BN / 2} * 128, stream, [&](const stream_k::Slots& slots) {
+    g.tail = slots;
     return run(g);
   });
 }

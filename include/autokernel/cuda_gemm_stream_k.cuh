@@ -32,11 +32,12 @@
 //   Plan, plan_stream_k, for_each_piece   the runs and their pieces (stream_k_plan.h)
 //   publish            a helper's sums to its slot, then its flag
 //   add_helpers        the owner: waits for its helpers' flags and adds their sums, block order
-//   publish_slot, add_slot, raise_flag, await_and_lower_flag
+//   Slots, publish_slot, await_slot, add_slot, raise_flag, await_and_lower_flag
 //                      the same steps by slot, for other kernels' pieces (the matmul's and the
 //                      attention's split tails)
 //   next_token         a launch's token, distinct from every other of the process
-//   with_workspace     slots and flags from the stream-ordered pool around a launch
+//   with_slots, with_workspace
+//                      slots and flags from the stream-ordered pool around a launch
 // C++17, header-only.
 #pragma once
 
@@ -69,25 +70,40 @@ __device__ __forceinline__ void await_and_lower_flag(unsigned long long* flag, u
   *flag = 0;
 }
 
-// One warpgroup's N accumulators a thread (N a multiple of 4) into slot `slot` of `slots` (N * 128
-// floats each), thread t's i-th group of four at float4 index i * 128 + t (the stores of a warp
-// are contiguous); then, after the warpgroup's barrier (named barrier `barrier`), its first thread
-// raises flags[slot] with `token`. Stream-K's helpers and the matmul's split tails
-// (split_tail_plan.h) publish through this.
+// Slots of partial sums and their flags in one workspace, and the launch's token: stream-K's
+// (Plan holds the same three), and the split tails' of the matmul and the attention
+// (split_tail_plan.h), a slot per piece pair and consumer warpgroup.
+struct Slots {
+  float* slots = nullptr;
+  unsigned long long* flags = nullptr;
+  unsigned long long token = 0;
+};
+
+// One warpgroup's N accumulators a thread (N a multiple of 4) into slot `slot` (N * 128 floats),
+// thread t's i-th group of four at float4 index i * 128 + t (the stores of a warp are
+// contiguous); then, after the warpgroup's barrier (named barrier `barrier`), its first thread
+// raises the slot's flag with the token.
 template <int N>
-__device__ __forceinline__ void publish_slot(float* slots, unsigned long long* flags, int64_t slot,
-                                             unsigned long long token, const float (&acc)[N], int barrier) {
+__device__ __forceinline__ void publish_slot(const Slots& to, int64_t slot, const float (&acc)[N],
+                                             int barrier) {
   static_assert(N % 4 == 0, "groups of four accumulators");
   const int t = static_cast<int>(threadIdx.x % 128);
-  float4* dst = reinterpret_cast<float4*>(slots + slot * N * 128);
+  float4* dst = reinterpret_cast<float4*>(to.slots + slot * N * 128);
 #pragma unroll
   for (int i = 0; i < N / 4; ++i)
     __stcg(dst + i * 128 + t, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
-  if (t == 0) raise_flag(flags + slot, token);
+  if (t == 0) raise_flag(to.flags + slot, to.token);
 }
 
-// The sums publish_slot left in slot `slot` added into acc (the caller has seen its flag raised).
+// The warpgroup waits (its first thread on the flag, which it lowers; the rest at barrier
+// `barrier`) until slot `slot` has been published.
+__device__ __forceinline__ void await_slot(const Slots& from, int64_t slot, int barrier) {
+  if (threadIdx.x % 128 == 0) await_and_lower_flag(from.flags + slot, from.token);
+  asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
+}
+
+// The sums publish_slot left in slot `slot` added into acc (after await_slot, or the flag seen).
 template <int N>
 __device__ __forceinline__ void add_slot(const float* slots, int64_t slot, float (&acc)[N]) {
   const int t = static_cast<int>(threadIdx.x % 128);
@@ -105,7 +121,7 @@ __device__ __forceinline__ void add_slot(const float* slots, int64_t slot, float
 // This block's helper piece: its sums into its own slot.
 template <int N>
 __device__ __forceinline__ void publish(const Plan& plan, const float (&acc)[N], int barrier) {
-  publish_slot<N>(plan.slots, plan.flags, blockIdx.x, plan.token, acc, barrier);
+  publish_slot<N>(Slots{plan.slots, plan.flags, plan.token}, blockIdx.x, acc, barrier);
 }
 
 // The owner of `tile` (this block) adds the sums of the tile's helpers, the blocks before it
@@ -131,17 +147,27 @@ inline unsigned long long next_token() {
   return z == 0 ? 1 : z;
 }
 
-// launch(plan) with plan.slots (slot_floats a block), plan.flags from the stream-ordered pool and
-// a fresh token; the workspace goes back after the launch's work. AK_ERR_LAUNCH when it cannot
-// be had.
+// launch(slots) with `count` slots of slot_floats floats and `count` flags from the
+// stream-ordered pool (kept per stream where the module keeps workspaces) and a fresh token; the
+// workspace goes back after the launch's work. AK_ERR_LAUNCH when it cannot be had.
+template <class Launch>
+int with_slots(int64_t count, int64_t slot_floats, cudaStream_t stream, Launch&& launch) {
+  const size_t slot_bytes = static_cast<size_t>(count) * slot_floats * sizeof(float);
+  const size_t flag_bytes = static_cast<size_t>(count) * sizeof(unsigned long long);
+  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
+    return launch(Slots{static_cast<float*>(ws),
+                        reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes),
+                        next_token()});
+  });
+}
+
+// launch(plan) with plan's slots (slot_floats a block) and flags, a slot and a flag per block.
 template <class Launch>
 int with_workspace(Plan plan, int64_t slot_floats, cudaStream_t stream, Launch&& launch) {
-  const size_t slot_bytes = static_cast<size_t>(plan.blocks) * slot_floats * sizeof(float);
-  const size_t flag_bytes = static_cast<size_t>(plan.blocks) * sizeof(unsigned long long);
-  return ak_cuda::with_workspace(slot_bytes + flag_bytes, stream, [&](void* ws) {
-    plan.slots = static_cast<float*>(ws);
-    plan.flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(ws) + slot_bytes);
-    plan.token = next_token();
+  return with_slots(plan.blocks, slot_floats, stream, [&](const Slots& s) {
+    plan.slots = s.slots;
+    plan.flags = s.flags;
+    plan.token = s.token;
     return launch(plan);
   });
 }

@@ -42,11 +42,12 @@ AK_HOST_DEVICE inline int64_t tiles_to_split(int64_t tiles, int64_t k_tiles, int
   return 2 * last <= sms ? last : 0;
 }
 
-// The grid's time in half rounds, a round one tile an SM: a split last round counts one half.
-AK_HOST_DEVICE inline int64_t half_rounds(int64_t tiles, int64_t k_tiles, int64_t sms, bool split) {
+// The grid's time in half rounds, a round one tile an SM: a last round tiles_to_split cuts counts
+// one half (k_tiles 0: none is cut, twice the whole rounds).
+AK_HOST_DEVICE inline int64_t half_rounds(int64_t tiles, int64_t k_tiles, int64_t sms) {
   if (sms < 1) sms = 1;
   const int64_t full = tiles / sms, last = tiles % sms;
-  const bool halved = split && tiles_to_split(tiles, k_tiles, sms) > 0;
+  const bool halved = tiles_to_split(tiles, k_tiles, sms) > 0;
   return 2 * full + (last == 0 ? 0 : halved ? 1 : 2);
 }
 

@@ -44,7 +44,7 @@ inline int pick_tile_width(int64_t m, int64_t n, int64_t sms, int64_t split_k_ti
   };
   // Waves in halves: with split_k_tiles 0, twice the whole waves, so the comparisons are as timed.
   const auto halves = [&](int64_t width) {
-    return split_tail::half_rounds(tiles(width), split_k_tiles, sms, split_k_tiles > 0);
+    return split_tail::half_rounds(tiles(width), split_k_tiles, sms);
   };
   const auto cost = [&](int64_t width) { return halves(width) * (width + kTileOverheadColumns); };
   const auto saves_3_percent = [](int64_t ours, int64_t theirs) { return 100 * ours < 97 * theirs; };

@@ -37,12 +37,12 @@ TEST(SplitTailPlan, SplitsTheLastRoundOnlyWhereItsPiecesFitTheGrid) {
 }
 
 TEST(SplitTailPlan, CountsASplitLastRoundAsHalf) {
-  EXPECT_EQ(half_rounds(320, 64, kSms, true), 5);
-  EXPECT_EQ(half_rounds(320, 64, kSms, false), 6);
-  EXPECT_EQ(half_rounds(320, 4, kSms, true), 6);  // K too short to split
-  EXPECT_EQ(half_rounds(264, 64, kSms, true), 4);
-  EXPECT_EQ(half_rounds(512, 64, kSms, true), 8);
-  EXPECT_EQ(half_rounds(64, 64, kSms, true), 2);
+  EXPECT_EQ(half_rounds(320, 64, kSms), 5);
+  EXPECT_EQ(half_rounds(320, 0, kSms), 6);  // no split asked for
+  EXPECT_EQ(half_rounds(320, 4, kSms), 6);  // K too short to split
+  EXPECT_EQ(half_rounds(264, 64, kSms), 4);
+  EXPECT_EQ(half_rounds(512, 64, kSms), 8);
+  EXPECT_EQ(half_rounds(64, 64, kSms), 2);
 }
 
 // Every work index of a grid of kSms blocks (block = index % kSms): each (tile, k-tile) once; the
